@@ -1,0 +1,102 @@
+"""Settings of the reference project; every deploy value comes from the env."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import django_stubs_ext
+import environ
+
+django_stubs_ext.monkeypatch()
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+env = environ.Env()
+
+SECRET_KEY = env.str(
+    "SECRET_KEY", default="django-insecure-reference-project-development-only-key"
+)
+DEBUG = env.bool("DEBUG", default=False)
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "engines_app",
+    "mcp_gateway",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
+
+AUTHENTICATION_BACKENDS = [
+    "mcp_gateway.backends.ApiTokenBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+MCP_GATEWAY = {
+    "ENGINES": env.list(
+        "MCP_ENGINES",
+        default=["engines_app.demo.basic.ENGINES", "engines_app.demo.conformance.ENGINES"],
+    ),
+    "AUTH_MODE": env.str("MCP_AUTH_MODE", default="required"),
+    "PUBLIC_BASE_URL": env.str("MCP_PUBLIC_BASE_URL", default="http://127.0.0.1:8000"),
+    "ALLOWED_ORIGINS": env.list("MCP_ALLOWED_ORIGINS", default=[]),
+    "MAX_REQUEST_BYTES": env.int("MCP_MAX_REQUEST_BYTES", default=1_048_576),
+    "ENGINE_DEADLINE_SECONDS": env.float("MCP_ENGINE_DEADLINE_SECONDS", default=30.0),
+    "TOOLS_LIST_TTL_MS": env.int("MCP_TOOLS_LIST_TTL_MS", default=60_000),
+    "RATE_LIMIT_FAIL_OPEN": env.bool("MCP_RATE_LIMIT_FAIL_OPEN", default=True),
+    "JWKS_TIMEOUT_SECONDS": env.float("MCP_JWKS_TIMEOUT_SECONDS", default=5.0),
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"mcp_gateway": {"handlers": ["console"], "level": "INFO"}},
+}

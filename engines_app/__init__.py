@@ -1,0 +1,1 @@
+"""Engines: plain Python objects that do one job each (no MCP here)."""

@@ -1,0 +1,89 @@
+"""What an engine sees of the call it serves: no protocol objects here."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+ProgressSink = Callable[[float, float | None, str | None], None]
+LogSink = Callable[[str, str], None]
+
+
+def _drop_progress(progress: float, total: float | None, message: str | None) -> None:
+    return None
+
+
+def _drop_log(level: str, message: str) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who calls, for which tenant, with which scopes (a snapshot)."""
+
+    tenant: str
+    user: str | None = None
+    token: str | None = None
+    scopes: frozenset[str] = frozenset()
+    groups: frozenset[str] = frozenset()
+
+    @property
+    def is_anonymous(self) -> bool:
+        return self.user is None
+
+
+@dataclass(frozen=True)
+class EngineRequest:
+    strategy: str
+    input: Mapping[str, Any]
+
+
+class Signal:
+    """A deadline and a cancellation flag an engine may poll or wait on."""
+
+    def __init__(self, deadline: float | None = None) -> None:
+        self.deadline = deadline
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set() or self.remaining() == 0.0
+
+    def remaining(self) -> float | None:
+        """Seconds left before the deadline, or ``None`` without one."""
+        if self.deadline is None:
+            return None
+        return max(0.0, self.deadline - time.monotonic())
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``; return True when cancelled meanwhile."""
+        remaining = self.remaining()
+        if remaining is not None:
+            seconds = min(seconds, remaining)
+        return self._event.wait(seconds) or self.cancelled
+
+
+@dataclass(frozen=True)
+class EngineContext:
+    request: EngineRequest
+    principal: Principal
+    config: Mapping[str, Any] = field(default_factory=dict)
+    signal: Signal = field(default_factory=Signal)
+    progress_sink: ProgressSink = _drop_progress
+    log_sink: LogSink = _drop_log
+
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Tell the caller how far along the work is, when it can listen."""
+        self.progress_sink(progress, total, message)
+
+    def log(self, level: str, message: str) -> None:
+        """Send a log line to the caller, when it can listen."""
+        self.log_sink(level, message)

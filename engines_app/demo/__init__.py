@@ -1,0 +1,1 @@
+"""Demo engines for the reference project; a site may leave them out."""

@@ -1,0 +1,91 @@
+"""The in-code registry of installed engines."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from engines_app.engine import EngineLike
+from engines_app.errors import DuplicateRegistrationError, InvalidEngineError
+
+_SCHEMA_FIELDS = ("input_schema", "output_schema")
+
+
+def validate_engine(obj: Any) -> None:
+    """Check ``obj`` against the engine contract.
+
+    Raises:
+        InvalidEngineError: naming the engine and what is wrong.
+    """
+    engine_id = getattr(obj, "id", None)
+    if not isinstance(engine_id, str) or not engine_id:
+        raise InvalidEngineError(f"Engine id must be a non-empty string, got {engine_id!r}.")
+    for attr in ("name", "description", "version"):
+        value = getattr(obj, attr, None)
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidEngineError(f"Engine {engine_id!r}: {attr} must be a non-empty string.")
+    if not callable(getattr(obj, "execute", None)):
+        raise InvalidEngineError(f"Engine {engine_id!r}: execute must be callable.")
+    for attr in _SCHEMA_FIELDS:
+        _validate_schema(engine_id, attr, getattr(obj, attr, None))
+
+
+def _validate_schema(engine_id: str, attr: str, schema: Any) -> None:
+    if schema is None:
+        return
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        raise InvalidEngineError(
+            f"Engine {engine_id!r}: {attr} must be a JSON Schema whose root type is object."
+        )
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise InvalidEngineError(
+            f"Engine {engine_id!r}: {attr} is not a valid JSON Schema 2020-12 ({exc.message})."
+        ) from exc
+
+
+class EngineRegistry:
+    """Engines by id; iteration is in id order, so it is stable."""
+
+    def __init__(self, engines: Iterable[EngineLike] = ()) -> None:
+        self._engines: dict[str, EngineLike] = {}
+        for item in engines:
+            self.register(item)
+
+    def register(self, engine: EngineLike) -> EngineLike:
+        """Add an engine; returns it, so this also works as a decorator.
+
+        Raises:
+            InvalidEngineError: the object breaks the engine contract.
+            DuplicateRegistrationError: the id is taken.
+        """
+        validate_engine(engine)
+        if engine.id in self._engines:
+            raise DuplicateRegistrationError(engine.id)
+        self._engines[engine.id] = engine
+        return engine
+
+    def unregister(self, engine_id: str) -> bool:
+        return self._engines.pop(engine_id, None) is not None
+
+    def get(self, engine_id: str) -> EngineLike | None:
+        return self._engines.get(engine_id)
+
+    def ids(self) -> list[str]:
+        return sorted(self._engines)
+
+    def __contains__(self, engine_id: object) -> bool:
+        return engine_id in self._engines
+
+    def __iter__(self) -> Iterator[EngineLike]:
+        return (self._engines[key] for key in sorted(self._engines))
+
+    def __len__(self) -> int:
+        return len(self._engines)
+
+
+default_registry = EngineRegistry()

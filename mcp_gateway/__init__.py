@@ -1,0 +1,1 @@
+"""Serve engines as MCP tools, per tenant, over stateless Streamable HTTP."""

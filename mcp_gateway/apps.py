@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+from django.core import checks
+
+
+class McpGatewayConfig(AppConfig):
+    name = "mcp_gateway"
+    label = "mcp_gateway"
+    verbose_name = "MCP gateway"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from engines_app.loading import load_dotted
+        from mcp_gateway import checks as gateway_checks
+        from mcp_gateway.conf import gateway_settings
+
+        load_dotted(gateway_settings().ENGINES)
+        checks.register(gateway_checks.check_settings)
+        checks.register(gateway_checks.check_auth_mode)
+        checks.register(gateway_checks.check_secret_key)
+        checks.register(gateway_checks.check_stale_exposures, checks.Tags.database)

@@ -1,0 +1,69 @@
+"""Django auth backends for MCP requests."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.contrib.auth.backends import BaseBackend
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Exists, OuterRef
+from django.http import HttpRequest
+from django.utils import timezone
+
+from mcp_gateway import tokens
+from mcp_gateway.conf import gateway_settings
+from mcp_gateway.models import ApiToken, Membership, Tenant
+
+
+class ApiTokenBackend(BaseBackend):
+    """Authenticate a tenant-bound API token for that tenant only.
+
+    On success the user carries ``mcp_token`` (the token row) so the view can
+    snapshot the principal without another query.
+    """
+
+    def authenticate(  # type: ignore[override]
+        self,
+        request: HttpRequest | None,
+        *,
+        bearer_token: str | None = None,
+        tenant: Tenant | None = None,
+        **kwargs: Any,
+    ) -> AbstractBaseUser | None:
+        if bearer_token is None or tenant is None:
+            return None
+        parts = tokens.split(bearer_token)
+        if parts is None:
+            return None
+        token = _load(parts[0], tenant)
+        if token is None or not tokens.matches(token, parts[1]) or not token.is_usable:
+            return None
+        user = token.user
+        if not user.is_active or not token.is_member:  # type: ignore[attr-defined]
+            return None
+        _touch(token)
+        user.mcp_token = token  # type: ignore[attr-defined]
+        return user
+
+    def get_user(self, user_id: int) -> AbstractBaseUser | None:
+        return None  # never used for sessions
+
+
+def _load(prefix: str, tenant: Tenant) -> ApiToken | None:
+    membership = Membership.objects.filter(tenant=OuterRef("tenant"), user=OuterRef("user"))
+    return (
+        ApiToken.objects.select_related("user")
+        .annotate(is_member=Exists(membership))
+        .filter(prefix=prefix, tenant=tenant)
+        .first()
+    )
+
+
+def _touch(token: ApiToken) -> None:
+    """Record use, at most once per interval, without a read."""
+    now = timezone.now()
+    interval = timedelta(seconds=gateway_settings().TOKEN_LAST_USED_INTERVAL_SECONDS)
+    if token.last_used_at is None or now - token.last_used_at >= interval:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now

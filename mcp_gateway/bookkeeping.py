@@ -1,0 +1,199 @@
+"""The one service that changes which engines a tenant exposes.
+
+Every change runs in one transaction that locks the tenant row, so
+concurrent changes to one tenant are serialized, and bumps the tenant's
+catalog version, so every worker process sees the change on its next
+request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from engines_app.errors import InvalidEngineError
+from engines_app.registry import EngineRegistry, default_registry, validate_engine
+from mcp_gateway.errors import (
+    DuplicateExposure,
+    InvalidEngine,
+    ToolNameCollision,
+    UnknownEngine,
+)
+from mcp_gateway.fingerprint import fingerprint
+from mcp_gateway.models import Exposure, Tenant
+from mcp_gateway.naming import tool_name
+
+User = AbstractBaseUser | AnonymousUser | None
+
+
+@dataclass(frozen=True)
+class ExposureState:
+    """An exposure as the admin shows it: live, stale or changed."""
+
+    exposure: Exposure
+    stale: bool
+    changed: bool
+
+
+def expose(
+    tenant: Tenant, engine_id: str, *, by: User = None, registry: EngineRegistry | None = None
+) -> Exposure:
+    """Expose one engine to ``tenant``.
+
+    Raises:
+        UnknownEngine, InvalidEngine, DuplicateExposure, ToolNameCollision.
+    """
+    return expose_many(tenant, [engine_id], by=by, registry=registry)[0]
+
+
+def expose_many(
+    tenant: Tenant,
+    engine_ids: Sequence[str],
+    *,
+    by: User = None,
+    registry: EngineRegistry | None = None,
+) -> list[Exposure]:
+    """Expose several engines: all of them or, on any error, none."""
+    registry = registry or default_registry
+    engines = [_installed(registry, engine_id) for engine_id in engine_ids]
+    try:
+        with transaction.atomic():
+            _lock(tenant)
+            created = _create(tenant, engines, by)
+            _bump(tenant)
+    except IntegrityError as exc:  # a concurrent change won the race
+        raise _explain_integrity_error(tenant, engines) from exc
+    return created
+
+
+def expose_all(
+    tenant: Tenant, *, by: User = None, registry: EngineRegistry | None = None
+) -> list[Exposure]:
+    """Expose every installed engine not yet exposed; idempotent and atomic."""
+    registry = registry or default_registry
+    with transaction.atomic():
+        _lock(tenant)
+        exposed = set(tenant.exposures.values_list("engine_id", flat=True))
+        new_ids = [engine.id for engine in registry if engine.id not in exposed]
+        if not new_ids:
+            return []
+        return expose_many(tenant, new_ids, by=by, registry=registry)
+
+
+def unexpose(tenant: Tenant, engine_id: str) -> bool:
+    """Remove one exposure; ``False`` when there was none."""
+    return unexpose_many(tenant, [engine_id]) == 1
+
+
+def unexpose_many(tenant: Tenant, engine_ids: Iterable[str]) -> int:
+    with transaction.atomic():
+        _lock(tenant)
+        deleted, _ = tenant.exposures.filter(engine_id__in=list(engine_ids)).delete()
+        if deleted:
+            _bump(tenant)
+    return deleted
+
+
+def clear(tenant: Tenant) -> int:
+    """Remove every exposure of ``tenant``; returns how many there were."""
+    with transaction.atomic():
+        _lock(tenant)
+        deleted, _ = tenant.exposures.all().delete()
+        if deleted:
+            _bump(tenant)
+    return deleted
+
+
+def reconcile(tenant: Tenant, registry: EngineRegistry | None = None) -> list[Exposure]:
+    """Report the exposures whose engine is no longer installed."""
+    registry = registry or default_registry
+    return [e for e in tenant.exposures.all() if e.engine_id not in registry]
+
+
+def states(
+    exposures: Iterable[Exposure], registry: EngineRegistry | None = None
+) -> list[ExposureState]:
+    """Classify exposures as the admin shows them."""
+    registry = registry or default_registry
+    result = []
+    for exposure in exposures:
+        engine = registry.get(exposure.engine_id)
+        changed = engine is not None and fingerprint(engine) != exposure.fingerprint
+        result.append(ExposureState(exposure, engine is None, changed))
+    return result
+
+
+def confirm(exposure: Exposure, registry: EngineRegistry | None = None) -> Exposure:
+    """Record the installed definition as the confirmed one."""
+    engine = _installed(registry or default_registry, exposure.engine_id)
+    with transaction.atomic():
+        _lock(exposure.tenant)
+        exposure.fingerprint = fingerprint(engine)
+        exposure.engine_version = engine.version
+        exposure.save(update_fields=["fingerprint", "engine_version"])
+        _bump(exposure.tenant)
+    return exposure
+
+
+def _installed(registry: EngineRegistry, engine_id: str) -> Any:
+    engine = registry.get(engine_id)
+    if engine is None:
+        raise UnknownEngine(engine_id)
+    try:
+        validate_engine(engine)
+    except InvalidEngineError as exc:
+        raise InvalidEngine(str(exc)) from exc
+    return engine
+
+
+def _lock(tenant: Tenant) -> None:
+    Tenant.objects.select_for_update().filter(pk=tenant.pk).values_list("pk").first()
+
+
+def _bump(tenant: Tenant) -> None:
+    Tenant.objects.filter(pk=tenant.pk).update(catalog_version=F("catalog_version") + 1)
+    tenant.refresh_from_db(fields=["catalog_version"])
+
+
+def _create(tenant: Tenant, engines: list[Any], by: User) -> list[Exposure]:
+    taken = dict(tenant.exposures.values_list("tool_name", "engine_id"))
+    rows = []
+    for engine in engines:
+        name = tool_name(engine.id)
+        if engine.id in taken.values():
+            raise DuplicateExposure(tenant.slug, engine.id)
+        if name in taken:
+            raise ToolNameCollision(name, engine.id, taken[name])
+        taken[name] = engine.id
+        rows.append(_exposure(tenant, engine, name, by))
+    return Exposure.objects.bulk_create(rows)
+
+
+def _exposure(tenant: Tenant, engine: Any, name: str, by: User) -> Exposure:
+    user = by if isinstance(by, AbstractBaseUser) else None
+    return Exposure(
+        tenant=tenant,
+        engine_id=engine.id,
+        tool_name=name,
+        fingerprint=fingerprint(engine),
+        engine_version=engine.version,
+        exposed_by=user,
+    )
+
+
+def _explain_integrity_error(tenant: Tenant, engines: list[Any]) -> Exception:
+    exposed = dict(tenant.exposures.values_list("engine_id", "tool_name"))
+    for engine in engines:
+        if engine.id in exposed:
+            return DuplicateExposure(tenant.slug, engine.id)
+    by_name = {name: engine_id for engine_id, name in exposed.items()}
+    for engine in engines:
+        other = by_name.get(tool_name(engine.id))
+        if other is not None:
+            return ToolNameCollision(tool_name(engine.id), engine.id, other)
+    return DuplicateExposure(tenant.slug, engines[0].id if engines else "")

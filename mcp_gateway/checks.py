@@ -1,0 +1,96 @@
+"""System checks; ids are stable (``mcp_gateway.E001`` …)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.apps import AppConfig
+from django.conf import settings
+from django.core import checks
+from django.db import DatabaseError, connections, router
+
+from mcp_gateway.conf import AUTH_DISABLED, AUTH_REQUIRED, gateway_settings, unknown_keys
+
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
+
+
+def check_settings(
+    app_configs: Sequence[AppConfig] | None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    errors: list[checks.CheckMessage] = [
+        checks.Error(
+            f"Unknown key {key!r} in settings.MCP_GATEWAY.",
+            hint="Check the spelling against mcp_gateway.conf.GatewaySettings.",
+            id="mcp_gateway.E001",
+        )
+        for key in sorted(unknown_keys())
+    ]
+    if gateway_settings().AUTH_MODE not in (AUTH_REQUIRED, AUTH_DISABLED):
+        errors.append(
+            checks.Error(
+                f"MCP_GATEWAY['AUTH_MODE'] is {gateway_settings().AUTH_MODE!r}.",
+                hint=f"Use {AUTH_REQUIRED!r} or {AUTH_DISABLED!r}.",
+                id="mcp_gateway.E002",
+            )
+        )
+    return errors
+
+
+def check_auth_mode(
+    app_configs: Sequence[AppConfig] | None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    if gateway_settings().AUTH_MODE != AUTH_DISABLED:
+        return []
+    hosts = set(settings.ALLOWED_HOSTS)
+    if settings.DEBUG and hosts and hosts <= LOOPBACK_HOSTS:
+        return []
+    return [
+        checks.Error(
+            "MCP authentication is disabled outside a loopback development setup.",
+            hint="Authentication may be disabled only with DEBUG on and every "
+            "ALLOWED_HOSTS entry a loopback name (localhost, 127.0.0.1, [::1]).",
+            id="mcp_gateway.E003",
+        )
+    ]
+
+
+def check_stale_exposures(
+    app_configs: Sequence[AppConfig] | None, databases: Sequence[str] | None = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    from engines_app.registry import default_registry
+    from mcp_gateway.models import Exposure
+
+    alias = router.db_for_read(Exposure)
+    if databases is None or alias not in databases:
+        return []
+    if Exposure._meta.db_table not in connections[alias].introspection.table_names():
+        return []  # not migrated yet: `migrate` must work on a fresh clone
+    try:
+        rows = list(Exposure.objects.values_list("tenant__slug", "engine_id"))
+    except DatabaseError:
+        return []
+    return [
+        checks.Warning(
+            f"Tenant {slug!r} exposes engine {engine_id!r}, which is not installed.",
+            hint="The tool is not served. Unexpose it, or install the engine again.",
+            obj=f"{slug}:{engine_id}",
+            id="mcp_gateway.W001",
+        )
+        for slug, engine_id in rows
+        if engine_id not in default_registry
+    ]
+
+
+def check_secret_key(
+    app_configs: Sequence[AppConfig] | None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    if settings.DEBUG or not str(settings.SECRET_KEY).startswith("django-insecure-"):
+        return []
+    return [
+        checks.Error(
+            "SECRET_KEY is the insecure development default while DEBUG is off.",
+            hint="Set the SECRET_KEY environment variable to a long random value.",
+            id="mcp_gateway.E004",
+        )
+    ]

@@ -1,0 +1,57 @@
+"""The app's settings: ``settings.MCP_GATEWAY``, read lazily and typed."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
+SETTING_NAME = "MCP_GATEWAY"
+AUTH_REQUIRED = "required"
+AUTH_DISABLED = "dangerously-disabled-for-development"
+
+
+@dataclasses.dataclass(frozen=True)
+class GatewaySettings:
+    ENGINES: tuple[str, ...] = ()
+    AUTH_MODE: str = AUTH_REQUIRED
+    PUBLIC_BASE_URL: str = ""
+    ALLOWED_ORIGINS: tuple[str, ...] = ()
+    MAX_REQUEST_BYTES: int = 1_048_576
+    ENGINE_DEADLINE_SECONDS: float = 30.0
+    TOOLS_LIST_TTL_MS: int = 60_000
+    RATE_LIMIT_FAIL_OPEN: bool = True
+    JWKS_TIMEOUT_SECONDS: float = 5.0
+    SERVER_NAME: str = "django-mcp-gateway"
+    TOKEN_LAST_USED_INTERVAL_SECONDS: int = 60
+
+
+def user_settings() -> dict[str, Any]:
+    value = getattr(settings, SETTING_NAME, {})
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def unknown_keys() -> set[str]:
+    known = {f.name for f in dataclasses.fields(GatewaySettings)}
+    return set(user_settings()) - known
+
+
+@functools.cache
+def gateway_settings() -> GatewaySettings:
+    known = {f.name for f in dataclasses.fields(GatewaySettings)}
+    overrides = {k: _freeze(v) for k, v in user_settings().items() if k in known}
+    return GatewaySettings(**overrides)  # unknown keys are reported by check E001
+
+
+def _freeze(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+@receiver(setting_changed)
+def _reset_gateway_settings(*, setting: str, **kwargs: object) -> None:
+    if setting == SETTING_NAME:
+        gateway_settings.cache_clear()

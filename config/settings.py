@@ -59,7 +59,9 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+DATABASES = {
+    "default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
+}
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
 
 AUTHENTICATION_BACKENDS = [
@@ -82,7 +84,10 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 MCP_GATEWAY = {
     "ENGINES": env.list(
         "MCP_ENGINES",
-        default=["engines_app.demo.basic.ENGINES", "engines_app.demo.conformance.ENGINES"],
+        default=[
+            "engines_app.demo.basic.ENGINES",
+            "engines_app.demo.conformance.ENGINES",
+        ],
     ),
     "AUTH_MODE": env.str("MCP_AUTH_MODE", default="required"),
     "PUBLIC_BASE_URL": env.str("MCP_PUBLIC_BASE_URL", default="http://127.0.0.1:8000"),

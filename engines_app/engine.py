@@ -94,14 +94,14 @@ class FunctionEngine:
 
 
 def engine(
-    id: str,  # noqa: A002 - the contract calls it id
+    id: str,
     *,
     name: str,
     description: str,
     version: str = "1.0.0",
     input_schema: JsonSchema | None = None,
     output_schema: JsonSchema | None = None,
-    hints: Hints = Hints(),  # noqa: B008 - frozen, safe to share
+    hints: Hints = Hints(),
     icons: tuple[Icon, ...] = (),
     access: AccessRule | None = None,
 ) -> Callable[[Execute], FunctionEngine]:

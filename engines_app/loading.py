@@ -15,7 +15,9 @@ def autodiscover() -> None:
     autodiscover_modules("engines")
 
 
-def load_dotted(paths: Iterable[str], registry: EngineRegistry = default_registry) -> None:
+def load_dotted(
+    paths: Iterable[str], registry: EngineRegistry = default_registry
+) -> None:
     """Register what each dotted path names: an engine, a class, or a pack.
 
     A pack is any iterable of engines (a list or tuple named ``ENGINES``, for

@@ -22,11 +22,15 @@ def validate_engine(obj: Any) -> None:
     """
     engine_id = getattr(obj, "id", None)
     if not isinstance(engine_id, str) or not engine_id:
-        raise InvalidEngineError(f"Engine id must be a non-empty string, got {engine_id!r}.")
+        raise InvalidEngineError(
+            f"Engine id must be a non-empty string, got {engine_id!r}."
+        )
     for attr in ("name", "description", "version"):
         value = getattr(obj, attr, None)
         if not isinstance(value, str) or not value.strip():
-            raise InvalidEngineError(f"Engine {engine_id!r}: {attr} must be a non-empty string.")
+            raise InvalidEngineError(
+                f"Engine {engine_id!r}: {attr} must be a non-empty string."
+            )
     if not callable(getattr(obj, "execute", None)):
         raise InvalidEngineError(f"Engine {engine_id!r}: execute must be callable.")
     for attr in _SCHEMA_FIELDS:
@@ -38,13 +42,15 @@ def _validate_schema(engine_id: str, attr: str, schema: Any) -> None:
         return
     if not isinstance(schema, dict) or schema.get("type") != "object":
         raise InvalidEngineError(
-            f"Engine {engine_id!r}: {attr} must be a JSON Schema whose root type is object."
+            f"Engine {engine_id!r}: {attr} must be a JSON Schema "
+            "whose root type is object."
         )
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
         raise InvalidEngineError(
-            f"Engine {engine_id!r}: {attr} is not a valid JSON Schema 2020-12 ({exc.message})."
+            f"Engine {engine_id!r}: {attr} is not a valid "
+            f"JSON Schema 2020-12 ({exc.message})."
         ) from exc
 
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth.backends import BaseBackend
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Exists, OuterRef
 from django.http import HttpRequest
 from django.utils import timezone
@@ -23,14 +23,14 @@ class ApiTokenBackend(BaseBackend):
     snapshot the principal without another query.
     """
 
-    def authenticate(  # type: ignore[override]
+    def authenticate(
         self,
         request: HttpRequest | None,
         *,
         bearer_token: str | None = None,
         tenant: Tenant | None = None,
         **kwargs: Any,
-    ) -> AbstractBaseUser | None:
+    ) -> User | None:
         if bearer_token is None or tenant is None:
             return None
         parts = tokens.split(bearer_token)
@@ -46,12 +46,14 @@ class ApiTokenBackend(BaseBackend):
         user.mcp_token = token  # type: ignore[attr-defined]
         return user
 
-    def get_user(self, user_id: int) -> AbstractBaseUser | None:
+    def get_user(self, user_id: int) -> User | None:
         return None  # never used for sessions
 
 
 def _load(prefix: str, tenant: Tenant) -> ApiToken | None:
-    membership = Membership.objects.filter(tenant=OuterRef("tenant"), user=OuterRef("user"))
+    membership = Membership.objects.filter(
+        tenant=OuterRef("tenant"), user=OuterRef("user")
+    )
     return (
         ApiToken.objects.select_related("user")
         .annotate(is_member=Exists(membership))

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
@@ -28,7 +28,7 @@ from mcp_gateway.fingerprint import fingerprint
 from mcp_gateway.models import Exposure, Tenant
 from mcp_gateway.naming import tool_name
 
-User = AbstractBaseUser | AnonymousUser | None
+Actor = AbstractBaseUser | AnonymousUser | None
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,11 @@ class ExposureState:
 
 
 def expose(
-    tenant: Tenant, engine_id: str, *, by: User = None, registry: EngineRegistry | None = None
+    tenant: Tenant,
+    engine_id: str,
+    *,
+    by: Actor = None,
+    registry: EngineRegistry | None = None,
 ) -> Exposure:
     """Expose one engine to ``tenant``.
 
@@ -55,7 +59,7 @@ def expose_many(
     tenant: Tenant,
     engine_ids: Sequence[str],
     *,
-    by: User = None,
+    by: Actor = None,
     registry: EngineRegistry | None = None,
 ) -> list[Exposure]:
     """Expose several engines: all of them or, on any error, none."""
@@ -72,7 +76,7 @@ def expose_many(
 
 
 def expose_all(
-    tenant: Tenant, *, by: User = None, registry: EngineRegistry | None = None
+    tenant: Tenant, *, by: Actor = None, registry: EngineRegistry | None = None
 ) -> list[Exposure]:
     """Expose every installed engine not yet exposed; idempotent and atomic."""
     registry = registry or default_registry
@@ -160,7 +164,7 @@ def _bump(tenant: Tenant) -> None:
     tenant.refresh_from_db(fields=["catalog_version"])
 
 
-def _create(tenant: Tenant, engines: list[Any], by: User) -> list[Exposure]:
+def _create(tenant: Tenant, engines: list[Any], by: Actor) -> list[Exposure]:
     taken = dict(tenant.exposures.values_list("tool_name", "engine_id"))
     rows = []
     for engine in engines:
@@ -174,8 +178,8 @@ def _create(tenant: Tenant, engines: list[Any], by: User) -> list[Exposure]:
     return Exposure.objects.bulk_create(rows)
 
 
-def _exposure(tenant: Tenant, engine: Any, name: str, by: User) -> Exposure:
-    user = by if isinstance(by, AbstractBaseUser) else None
+def _exposure(tenant: Tenant, engine: Any, name: str, by: Actor) -> Exposure:
+    user = cast("User", by) if by is not None and by.is_authenticated else None
     return Exposure(
         tenant=tenant,
         engine_id=engine.id,

@@ -10,7 +10,12 @@ from django.conf import settings
 from django.core import checks
 from django.db import DatabaseError, connections, router
 
-from mcp_gateway.conf import AUTH_DISABLED, AUTH_REQUIRED, gateway_settings, unknown_keys
+from mcp_gateway.conf import (
+    AUTH_DISABLED,
+    AUTH_REQUIRED,
+    gateway_settings,
+    unknown_keys,
+)
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 
@@ -56,7 +61,9 @@ def check_auth_mode(
 
 
 def check_stale_exposures(
-    app_configs: Sequence[AppConfig] | None, databases: Sequence[str] | None = None, **kwargs: Any
+    app_configs: Sequence[AppConfig] | None,
+    databases: Sequence[str] | None = None,
+    **kwargs: Any,
 ) -> list[checks.CheckMessage]:
     from engines_app.registry import default_registry
     from mcp_gateway.models import Exposure

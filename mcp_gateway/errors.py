@@ -32,7 +32,9 @@ class DuplicateExposure(BookkeepingError):
 
     def __init__(self, tenant: str, engine_id: str) -> None:
         self.engine_id = engine_id
-        super().__init__(f"Engine {engine_id!r} is already exposed to tenant {tenant!r}.")
+        super().__init__(
+            f"Engine {engine_id!r} is already exposed to tenant {tenant!r}."
+        )
 
 
 class ToolNameCollision(BookkeepingError):

@@ -19,7 +19,11 @@ def definition(engine: Any) -> dict[str, Any]:
         "description": engine.description,
         "input_schema": getattr(engine, "input_schema", None),
         "output_schema": getattr(engine, "output_schema", None),
-        "hints": dataclasses.asdict(hints) if dataclasses.is_dataclass(hints) else None,
+        "hints": (
+            dataclasses.asdict(hints)
+            if dataclasses.is_dataclass(hints) and not isinstance(hints, type)
+            else None
+        ),
     }
 
 

@@ -8,7 +8,9 @@ from django.utils.translation import gettext_lazy as _
 
 
 class Tenant(models.Model):
-    slug = models.SlugField(_("slug"), max_length=64, unique=True, validators=[validate_slug])
+    slug = models.SlugField(
+        _("slug"), max_length=64, unique=True, validators=[validate_slug]
+    )
     name = models.CharField(_("name"), max_length=200)
     is_active = models.BooleanField(_("active"), default=True)
     allowed_origins = models.JSONField(
@@ -35,11 +37,15 @@ class Tenant(models.Model):
 class Exposure(models.Model):
     """Engine X is a tool of tenant T."""
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="exposures")
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.CASCADE, related_name="exposures"
+    )
     engine_id = models.CharField(_("engine"), max_length=200)
     tool_name = models.CharField(_("tool name"), max_length=64, editable=False)
     fingerprint = models.CharField(_("fingerprint"), max_length=64, editable=False)
-    engine_version = models.CharField(_("engine version"), max_length=64, editable=False)
+    engine_version = models.CharField(
+        _("engine version"), max_length=64, editable=False
+    )
     exposed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
@@ -49,7 +55,9 @@ class Exposure(models.Model):
         related_name="+",
         verbose_name=_("exposed by"),
     )
-    created_at = models.DateTimeField(_("exposed at"), default=timezone.now, editable=False)
+    created_at = models.DateTimeField(
+        _("exposed at"), default=timezone.now, editable=False
+    )
 
     class Meta:
         ordering = ["tenant", "tool_name"]
@@ -57,7 +65,8 @@ class Exposure(models.Model):
         verbose_name_plural = _("exposures")
         constraints = [
             models.UniqueConstraint(
-                fields=["tenant", "engine_id"], name="mcp_gateway_exposure_unique_engine"
+                fields=["tenant", "engine_id"],
+                name="mcp_gateway_exposure_unique_engine",
             ),
             models.UniqueConstraint(
                 fields=["tenant", "tool_name"], name="mcp_gateway_exposure_unique_tool"
@@ -73,9 +82,13 @@ class Membership(models.Model):
         MEMBER = "member", _("member")
         ADMIN = "admin", _("admin")
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.CASCADE, related_name="memberships"
+    )
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="mcp_memberships"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="mcp_memberships",
     )
     role = models.CharField(_("role"), max_length=16, choices=Role, default=Role.MEMBER)
     created_at = models.DateTimeField(_("joined"), auto_now_add=True)
@@ -107,8 +120,12 @@ class ApiToken(models.Model):
     scopes = models.JSONField(_("scopes"), default=list)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     expires_at = models.DateTimeField(_("expires"), null=True, blank=True)
-    revoked_at = models.DateTimeField(_("revoked"), null=True, blank=True, editable=False)
-    last_used_at = models.DateTimeField(_("last used"), null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(
+        _("revoked"), null=True, blank=True, editable=False
+    )
+    last_used_at = models.DateTimeField(
+        _("last used"), null=True, blank=True, editable=False
+    )
 
     class Meta:
         ordering = ["tenant", "-created_at"]

@@ -9,13 +9,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
 from mcp_gateway.models import ApiToken, Membership, Tenant
 
-TOKEN_PREFIX = "mcpgw"
+TOKEN_PREFIX = "mcpgw"  # noqa: S105 - a public marker, not a secret
 DEFAULT_SCOPES = ("mcp:tools",)
 KNOWN_SCOPES = frozenset({"mcp:tools", "mcp:tools:read"})
 
@@ -45,7 +45,7 @@ def matches(token: ApiToken, secret: str) -> bool:
 
 def issue(
     tenant: Tenant,
-    user: AbstractBaseUser,
+    user: User,
     *,
     scopes: Sequence[str] = DEFAULT_SCOPES,
     expires_in: int | None = None,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import URLPattern
 
 app_name = "mcp_gateway"
 
-urlpatterns: list = []  # the endpoint is added by the endpoint change
+urlpatterns: list[URLPattern] = []  # the endpoint is added by the endpoint change

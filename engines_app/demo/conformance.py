@@ -94,7 +94,9 @@ class ErrorHandling(Engine):
     input_schema = NO_ARGS
 
     def execute(self, context: EngineContext) -> Any:
-        raise EngineError("TEST_ERROR", "This tool intentionally returns an error for testing")
+        raise EngineError(
+            "TEST_ERROR", "This tool intentionally returns an error for testing"
+        )
 
 
 class ToolWithLogging(Engine):
@@ -104,7 +106,11 @@ class ToolWithLogging(Engine):
     input_schema = NO_ARGS
 
     async def execute(self, context: EngineContext) -> RichResult:
-        for line in ("Tool execution started", "Tool processing data", "Tool completed"):
+        for line in (
+            "Tool execution started",
+            "Tool processing data",
+            "Tool completed",
+        ):
             context.log("info", line)
             await asyncio.sleep(0.05)
         return RichResult((Text("Tool with logging executed successfully"),))
@@ -133,7 +139,10 @@ class JsonSchema202012(Engine):
         "$defs": {
             "address": {
                 "type": "object",
-                "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+                "properties": {
+                    "street": {"type": "string"},
+                    "city": {"type": "string"},
+                },
             }
         },
         "properties": {

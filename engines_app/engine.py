@@ -36,12 +36,19 @@ class Icon:
 
 @runtime_checkable
 class EngineLike(Protocol):
-    """What the registry requires of any engine object."""
+    """What the registry requires of any engine object.
 
-    id: str
-    name: str
-    description: str
-    version: str
+    Read-only members, so class attributes and frozen dataclasses qualify.
+    """
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def version(self) -> str: ...
 
     def execute(self, context: EngineContext) -> Any: ...
 

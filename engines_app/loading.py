@@ -21,18 +21,18 @@ def load_dotted(
     """Register what each dotted path names: an engine, a class, or a pack.
 
     A pack is any iterable of engines (a list or tuple named ``ENGINES``, for
-    example). Engines already registered under the same object are skipped,
-    so loading twice is harmless.
+    example). Engines already registered from the same object (the instance,
+    or an instance of the same class) are skipped, so loading twice is
+    harmless.
     """
     for path in paths:
-        for engine in _engines_of(import_string(path)):
-            if registry.get(getattr(engine, "id", None) or "") is not engine:
-                registry.register(engine)
+        for source, engine in _engines_of(import_string(path)):
+            registered = registry.get(getattr(engine, "id", None) or "")
+            if registered is not None and source in (registered, type(registered)):
+                continue
+            registry.register(engine)
 
 
-def _engines_of(obj: Any) -> list[Any]:
-    if isinstance(obj, type):
-        return [obj()]
-    if isinstance(obj, list | tuple):
-        return [item() if isinstance(item, type) else item for item in obj]
-    return [obj]
+def _engines_of(obj: Any) -> list[tuple[Any, Any]]:
+    items = list(obj) if isinstance(obj, list | tuple) else [obj]
+    return [(item, item() if isinstance(item, type) else item) for item in items]

@@ -62,17 +62,20 @@ class EngineRegistry:
         for item in engines:
             self.register(item)
 
-    def register(self, engine: EngineLike) -> EngineLike:
-        """Add an engine; returns it, so this also works as a decorator.
+    def register(self, engine: Any) -> Any:
+        """Add an engine, or an engine class (instantiated without arguments).
+
+        Returns its argument, so this also works as a class decorator.
 
         Raises:
             InvalidEngineError: the object breaks the engine contract.
             DuplicateRegistrationError: the id is taken.
         """
-        validate_engine(engine)
-        if engine.id in self._engines:
-            raise DuplicateRegistrationError(engine.id)
-        self._engines[engine.id] = engine
+        instance = engine() if isinstance(engine, type) else engine
+        validate_engine(instance)
+        if instance.id in self._engines:
+            raise DuplicateRegistrationError(instance.id)
+        self._engines[instance.id] = instance
         return engine
 
     def unregister(self, engine_id: str) -> bool:

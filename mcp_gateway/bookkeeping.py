@@ -63,7 +63,7 @@ def expose_many(
     registry: EngineRegistry | None = None,
 ) -> list[Exposure]:
     """Expose several engines: all of them or, on any error, none."""
-    registry = registry or default_registry
+    registry = _or_default(registry)
     engines = [_installed(registry, engine_id) for engine_id in engine_ids]
     try:
         with transaction.atomic():
@@ -79,7 +79,7 @@ def expose_all(
     tenant: Tenant, *, by: Actor = None, registry: EngineRegistry | None = None
 ) -> list[Exposure]:
     """Expose every installed engine not yet exposed; idempotent and atomic."""
-    registry = registry or default_registry
+    registry = _or_default(registry)
     with transaction.atomic():
         _lock(tenant)
         exposed = set(tenant.exposures.values_list("engine_id", flat=True))
@@ -115,7 +115,7 @@ def clear(tenant: Tenant) -> int:
 
 def reconcile(tenant: Tenant, registry: EngineRegistry | None = None) -> list[Exposure]:
     """Report the exposures whose engine is no longer installed."""
-    registry = registry or default_registry
+    registry = _or_default(registry)
     return [e for e in tenant.exposures.all() if e.engine_id not in registry]
 
 
@@ -123,7 +123,7 @@ def states(
     exposures: Iterable[Exposure], registry: EngineRegistry | None = None
 ) -> list[ExposureState]:
     """Classify exposures as the admin shows them."""
-    registry = registry or default_registry
+    registry = _or_default(registry)
     result = []
     for exposure in exposures:
         engine = registry.get(exposure.engine_id)
@@ -134,7 +134,7 @@ def states(
 
 def confirm(exposure: Exposure, registry: EngineRegistry | None = None) -> Exposure:
     """Record the installed definition as the confirmed one."""
-    engine = _installed(registry or default_registry, exposure.engine_id)
+    engine = _installed(_or_default(registry), exposure.engine_id)
     with transaction.atomic():
         _lock(exposure.tenant)
         exposure.fingerprint = fingerprint(engine)
@@ -142,6 +142,11 @@ def confirm(exposure: Exposure, registry: EngineRegistry | None = None) -> Expos
         exposure.save(update_fields=["fingerprint", "engine_version"])
         _bump(exposure.tenant)
     return exposure
+
+
+def _or_default(registry: EngineRegistry | None) -> EngineRegistry:
+    # Not ``registry or default``: an empty registry is falsy but still chosen.
+    return default_registry if registry is None else registry
 
 
 def _installed(registry: EngineRegistry, engine_id: str) -> Any:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from django.urls import URLPattern
+from django.urls import path
+
+from mcp_gateway import views
 
 app_name = "mcp_gateway"
 
-urlpatterns: list[URLPattern] = []  # the endpoint is added by the endpoint change
+urlpatterns = [
+    path("<slug:slug>/mcp", views.endpoint, name="endpoint"),
+]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from engines_app.context import EngineContext
@@ -20,3 +21,24 @@ class ColonEcho(Engine):
 
 
 COLLIDING = (ColonEcho,)
+
+
+class Probe(Engine):
+    """Appends a line to the file ``MCPGW_PROBE_FILE`` names, when set.
+
+    Live-server tests read that file to prove that no engine ran.
+    """
+
+    id = "test.probe"
+    name = "Probe"
+    description = "Record that an engine ran."
+
+    def execute(self, context: EngineContext) -> Any:
+        path = os.environ.get("MCPGW_PROBE_FILE")
+        if path:
+            with open(path, "a", encoding="utf-8") as probe:
+                probe.write(f"{context.principal.tenant}\n")
+        return {"ran": True}
+
+
+PROBES = (Probe,)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
+
 from config.settings import *  # noqa: F403
 from config.settings import MCP_GATEWAY
 
@@ -11,9 +15,16 @@ MCP_GATEWAY = {
         "engines_app.demo.basic.ENGINES",
         "engines_app.demo.conformance.ENGINES",
         "tests.engines.COLLIDING",
+        "tests.engines.PROBES",
     ],
     "PUBLIC_BASE_URL": "http://testserver",
 }
 ALLOWED_HOSTS = ["testserver", "localhost", "127.0.0.1", "[::1]"]
 SECRET_KEY = "tests-only-secret-key-not-for-deployment-0123456789abcdef"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# A file, not memory, so a live gunicorn/uvicorn server sees the test data.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    DATABASES["default"]["TEST"] = {  # noqa: F405
+        "NAME": str(Path(tempfile.gettempdir()) / f"mcpgw-test-{os.getpid()}.sqlite3")
+    }

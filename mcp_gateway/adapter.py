@@ -1,0 +1,345 @@
+"""Engine ⇄ MCP: build an engine's ``Tool``, run it into a ``CallToolResult``.
+
+No engine ever sees an SDK object: engines get an ``EngineContext`` and return
+JSON values or ``engines_app.results`` types; this module translates both ways.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import json
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import mcp_types as types
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+from mcp.shared.inbound import find_invalid_x_mcp_header
+
+from engines_app.context import (
+    EngineContext,
+    EngineRequest,
+    LogSink,
+    Principal,
+    ProgressSink,
+    Signal,
+)
+from engines_app.engine import Hints, Icon, is_async_engine
+from engines_app.errors import EngineError
+from engines_app.results import Audio, Content, Image, Resource, RichResult, Text
+from mcp_gateway.dispatch_context import run_in_thread_loop, run_sync_outside_loop
+from mcp_gateway.naming import tool_name
+
+logger = logging.getLogger("mcp_gateway")
+
+DEFAULT_INPUT_SCHEMA: Mapping[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+}
+_MAX_ERROR_TEXT = 300
+_VALIDATOR_CACHE_SIZE = 1024
+
+
+class InvalidToolError(Exception):
+    """An engine cannot be published as a tool; the message names it."""
+
+
+class _DeadlineExceeded(Exception):
+    """An async engine was still running at its deadline."""
+
+
+class _OutputSchemaViolation(Exception):
+    """The engine's value breaks its declared output schema."""
+
+
+# -- Tool definitions ------------------------------------------------------
+
+
+def input_schema(engine: Any) -> dict[str, Any]:
+    """Return the input schema the tool advertises and arguments must meet."""
+    schema = getattr(engine, "input_schema", None)
+    return dict(schema if schema is not None else DEFAULT_INPUT_SCHEMA)
+
+
+def build_tool(engine: Any) -> types.Tool:
+    """Describe ``engine`` as an MCP tool.
+
+    Raises:
+        InvalidToolError: an ``x-mcp-header`` annotation in the input schema
+            breaks the 2026-07-28 rules, or the definition is malformed.
+    """
+    schema = input_schema(engine)
+    reason = find_invalid_x_mcp_header(schema)
+    if reason is not None:
+        raise InvalidToolError(
+            f"Engine {engine.id!r}: invalid x-mcp-header annotation ({reason})."
+        )
+    output = getattr(engine, "output_schema", None)
+    try:
+        return types.Tool(
+            name=tool_name(engine.id),
+            title=engine.name,
+            description=engine.description,
+            input_schema=schema,
+            output_schema=dict(output) if output is not None else None,
+            annotations=_annotations(getattr(engine, "hints", None)),
+            icons=[_icon(icon) for icon in getattr(engine, "icons", ())] or None,
+        )
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        raise InvalidToolError(f"Engine {engine.id!r}: {exc}") from exc
+
+
+def _annotations(hints: Hints | None) -> types.ToolAnnotations | None:
+    if hints is None:
+        return None
+    said = (hints.read_only, hints.destructive, hints.idempotent, hints.open_world)
+    if all(value is None for value in said):
+        return None
+    return types.ToolAnnotations(
+        read_only_hint=hints.read_only,
+        destructive_hint=hints.destructive,
+        idempotent_hint=hints.idempotent,
+        open_world_hint=hints.open_world,
+    )
+
+
+def _icon(icon: Icon) -> types.Icon:
+    return types.Icon(
+        src=icon.src, mime_type=icon.mime_type, sizes=list(icon.sizes) or None
+    )
+
+
+# -- Validators, cached per engine and schema identity -----------------------
+
+_Validators = tuple[Draft202012Validator, Draft202012Validator | None]
+_validators: dict[tuple[int, int, int], tuple[object, object, object, _Validators]] = {}
+
+
+def _validators_for(engine: Any) -> _Validators:
+    """Return compiled validators, kept while the engine and its schemas are.
+
+    The key holds the identities of the engine and of both schema objects,
+    and the entry keeps references to them, so an identity is never reused
+    for another object while its entry lives.
+    """
+    schemas = (getattr(engine, "input_schema", None), engine_output_schema(engine))
+    key = (id(engine), id(schemas[0]), id(schemas[1]))
+    hit = _validators.get(key)
+    if hit is not None and hit[0] is engine:
+        return hit[3]
+    if len(_validators) >= _VALIDATOR_CACHE_SIZE:
+        _validators.clear()
+    compiled = (
+        Draft202012Validator(input_schema(engine)),
+        Draft202012Validator(schemas[1]) if schemas[1] is not None else None,
+    )
+    _validators[key] = (engine, schemas[0], schemas[1], compiled)
+    return compiled
+
+
+def engine_output_schema(engine: Any) -> Mapping[str, Any] | None:
+    schema: Mapping[str, Any] | None = getattr(engine, "output_schema", None)
+    return schema
+
+
+def _argument_error(engine: Any, arguments: Mapping[str, Any]) -> str | None:
+    error = best_match(_validators_for(engine)[0].iter_errors(arguments))
+    if error is None:
+        return None
+    pointer = "".join(f"/{part}" for part in error.absolute_path) or "/"
+    text = f"Invalid arguments at {pointer}: {error.message}"
+    return text[:_MAX_ERROR_TEXT]
+
+
+# -- Context ----------------------------------------------------------------
+
+
+def build_context(
+    engine: Any,
+    arguments: Mapping[str, Any],
+    *,
+    principal: Principal,
+    config: Mapping[str, Any],
+    deadline_seconds: float | None,
+    progress_sink: ProgressSink | None = None,
+    log_sink: LogSink | None = None,
+) -> EngineContext:
+    """Build what the engine sees of this call; sinks default to dropping."""
+    deadline = None if deadline_seconds is None else time.monotonic() + deadline_seconds
+    sinks: dict[str, Any] = {}
+    if progress_sink is not None:
+        sinks["progress_sink"] = progress_sink
+    if log_sink is not None:
+        sinks["log_sink"] = log_sink
+    return EngineContext(
+        request=EngineRequest(strategy=engine.id, input=arguments),
+        principal=principal,
+        config=config,
+        signal=Signal(deadline=deadline),
+        **sinks,
+    )
+
+
+# -- Execution ----------------------------------------------------------------
+
+
+def execute(
+    engine: Any, arguments: Mapping[str, Any], context: EngineContext
+) -> types.CallToolResult:
+    """Run ``engine`` in this thread; every outcome is a tool result."""
+    try:
+        refusal = _refusal(engine, arguments, context.principal)
+        if refusal is not None:
+            return refusal
+        value = engine.execute(context)
+        if inspect.isawaitable(value):
+            value = run_in_thread_loop(_awaited(value))
+        return to_result(engine, value)
+    except Exception as exc:
+        return _failure(engine, exc)
+
+
+async def aexecute(
+    engine: Any, arguments: Mapping[str, Any], context: EngineContext
+) -> types.CallToolResult:
+    """Run ``engine`` without blocking the loop.
+
+    Sync engines run through ``run_sync_outside_loop`` (the driving thread
+    under ``run_in_thread_loop``, else a worker thread) and may poll the
+    context's signal; async engines are stopped at the deadline.
+    """
+    try:
+        refusal = _refusal(engine, arguments, context.principal)
+        if refusal is not None:
+            return refusal
+        return to_result(engine, await _acall(engine, context))
+    except _DeadlineExceeded:
+        return tool_error("DEADLINE_EXCEEDED", "The tool did not finish in time.")
+    except Exception as exc:
+        return _failure(engine, exc)
+
+
+async def _acall(engine: Any, context: EngineContext) -> Any:
+    if not is_async_engine(engine):
+        value = await run_sync_outside_loop(engine.execute, context)
+        return await value if inspect.isawaitable(value) else value
+    with anyio.move_on_after(_remaining(context)):
+        return await engine.execute(context)
+    raise _DeadlineExceeded
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
+
+
+def _remaining(context: EngineContext) -> float:
+    remaining = context.signal.remaining()
+    return float("inf") if remaining is None else remaining
+
+
+def _refusal(
+    engine: Any, arguments: Mapping[str, Any], principal: Principal
+) -> types.CallToolResult | None:
+    access = getattr(engine, "access", None)
+    if access is not None and (principal.is_anonymous or not access(principal)):
+        return tool_error("FORBIDDEN", "You may not use this tool.")
+    problem = _argument_error(engine, arguments)
+    if problem is not None:
+        return tool_error("INVALID_ARGUMENTS", problem)
+    return None
+
+
+def _failure(engine: Any, exc: Exception) -> types.CallToolResult:
+    if isinstance(exc, EngineError):
+        return tool_error(exc.code, exc.message)
+    logger.exception("Engine %r failed", getattr(engine, "id", engine), exc_info=exc)
+    return tool_error("EXECUTION_FAILED", "Tool execution failed.")
+
+
+# -- Results ------------------------------------------------------------------
+
+
+def tool_error(code: str, message: str) -> types.CallToolResult:
+    """Return an ``isError`` result carrying ``{"code", "message"}`` as text."""
+    text = _dumps({"code": code, "message": message})
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], is_error=True
+    )
+
+
+def to_result(engine: Any, value: Any) -> types.CallToolResult:
+    """Translate an engine's return value into a ``CallToolResult``.
+
+    Raises:
+        _OutputSchemaViolation, TypeError, ValueError: the value breaks the
+            declared output schema or is not JSON.
+    """
+    if isinstance(value, RichResult):
+        return _rich_result(engine, value)
+    text = _dumps(value)
+    structured = value if isinstance(value, dict) else None
+    _check_output(engine, value)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=structured,
+    )
+
+
+def _rich_result(engine: Any, value: RichResult) -> types.CallToolResult:
+    if value.structured is not None:
+        _dumps(value.structured)
+    if not value.is_error:
+        _check_output(engine, value.structured)
+    return types.CallToolResult(
+        content=[_content(block) for block in value.content],
+        structured_content=value.structured,
+        is_error=value.is_error,
+    )
+
+
+def _check_output(engine: Any, value: Any) -> None:
+    validator = _validators_for(engine)[1]
+    if validator is None:
+        return
+    error = best_match(validator.iter_errors(value))
+    if error is not None:
+        raise _OutputSchemaViolation(
+            f"Engine {engine.id!r} output breaks its output_schema: {error.message}"
+        )
+
+
+def _content(block: Content) -> types.ContentBlock:
+    if isinstance(block, Text):
+        return types.TextContent(type="text", text=block.text)
+    if isinstance(block, Image):
+        return types.ImageContent(
+            type="image", data=block.base64, mime_type=block.mime_type
+        )
+    if isinstance(block, Audio):
+        return types.AudioContent(
+            type="audio", data=block.base64, mime_type=block.mime_type
+        )
+    if isinstance(block, Resource):
+        return types.EmbeddedResource(type="resource", resource=_resource(block))
+    raise TypeError(f"Unknown content block {type(block).__name__}")
+
+
+def _resource(
+    block: Resource,
+) -> types.TextResourceContents | types.BlobResourceContents:
+    if block.blob is not None:
+        blob = base64.b64encode(block.blob).decode("ascii")
+        return types.BlobResourceContents(
+            uri=block.uri, mime_type=block.mime_type, blob=blob
+        )
+    return types.TextResourceContents(
+        uri=block.uri, mime_type=block.mime_type, text=block.text or ""
+    )
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)

@@ -1,0 +1,10 @@
+"""The admin: tenants, exposures, memberships and API tokens."""
+
+from __future__ import annotations
+
+from mcp_gateway.admin.exposures import ExposureAdmin
+from mcp_gateway.admin.memberships import MembershipAdmin
+from mcp_gateway.admin.tenants import TenantAdmin
+from mcp_gateway.admin.tokens import ApiTokenAdmin
+
+__all__ = ["ApiTokenAdmin", "ExposureAdmin", "MembershipAdmin", "TenantAdmin"]

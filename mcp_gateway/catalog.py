@@ -1,0 +1,128 @@
+"""A tenant's tools: tool name → (engine, MCP ``Tool``), cached per version.
+
+The tenant row (read with each request) carries ``catalog_version``, which
+every exposure change bumps, so a cache keyed by it is never stale; a process
+only has to bound how many versions it remembers.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import mcp_types as types
+
+from engines_app.errors import InvalidEngineError
+from engines_app.registry import EngineRegistry, default_registry, validate_engine
+from mcp_gateway.adapter import InvalidToolError, build_tool
+from mcp_gateway.models import Exposure, Tenant
+
+logger = logging.getLogger("mcp_gateway")
+
+CACHE_SIZE = 2048
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    engine: Any
+    tool: types.Tool
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The tools a tenant exposes, ordered by tool name."""
+
+    entries: Mapping[str, CatalogEntry]
+
+    def get(self, name: str) -> CatalogEntry | None:
+        return self.entries.get(name)
+
+    def tools(self) -> list[types.Tool]:
+        return [entry.tool for entry in self.entries.values()]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+EMPTY = Catalog(MappingProxyType({}))
+
+_CacheKey = tuple[Any, int, Any]
+_cache: OrderedDict[_CacheKey, Catalog] = OrderedDict()
+_lock = threading.Lock()
+
+
+def catalog_for(tenant: Tenant, registry: EngineRegistry | None = None) -> Catalog:
+    """Return ``tenant``'s catalog; builds it with one query on a cache miss."""
+    if registry is not None:
+        return build_catalog(tenant, registry)
+    key: _CacheKey = (tenant.pk, tenant.catalog_version, tenant.created_at)
+    with _lock:
+        cached = _cache.get(key)
+        if cached is not None:
+            _cache.move_to_end(key)
+            return cached
+    catalog = build_catalog(tenant, default_registry)
+    with _lock:
+        _cache[key] = catalog
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return catalog
+
+
+def clear_cache() -> None:
+    """Forget every cached catalog (tests; a registry changed at run time)."""
+    with _lock:
+        _cache.clear()
+
+
+def build_catalog(tenant: Tenant, registry: EngineRegistry) -> Catalog:
+    """Build the catalog from the tenant's exposures: exactly one query."""
+    engine_ids = Exposure.objects.filter(tenant=tenant).order_by("engine_id")
+    entries: dict[str, CatalogEntry] = {}
+    for engine_id in list(engine_ids.values_list("engine_id", flat=True)):
+        entry = _entry(tenant, registry, engine_id)
+        if entry is not None and _is_new(tenant, entries, entry):
+            entries[entry.tool.name] = entry
+    ordered = {name: entries[name] for name in sorted(entries)}
+    return Catalog(MappingProxyType(ordered))
+
+
+def _entry(
+    tenant: Tenant, registry: EngineRegistry, engine_id: str
+) -> CatalogEntry | None:
+    engine = registry.get(engine_id)
+    if engine is None:
+        return None  # stale: shown in the admin, never served
+    try:
+        validate_engine(engine)
+        return CatalogEntry(engine=engine, tool=build_tool(engine))
+    except (InvalidEngineError, InvalidToolError) as exc:
+        logger.error("Tenant %s: engine %r not served: %s", tenant, engine_id, exc)
+        return None
+
+
+def _is_new(
+    tenant: Tenant, entries: dict[str, CatalogEntry], entry: CatalogEntry
+) -> bool:
+    other = entries.get(entry.tool.name)
+    if other is None:
+        return True
+    logger.error(
+        "Tenant %s: engines %r and %r both derive tool %r; serving the first.",
+        tenant,
+        other.engine.id,
+        entry.engine.id,
+        entry.tool.name,
+    )
+    return False

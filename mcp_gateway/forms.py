@@ -1,0 +1,121 @@
+"""Forms of the admin; the commands share the origin rule."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+from urllib.parse import urlsplit
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_lazy as _
+
+from engines_app.registry import EngineRegistry, default_registry
+from mcp_gateway.models import ApiToken, Exposure, Tenant
+from mcp_gateway.tokens import DEFAULT_SCOPES, KNOWN_SCOPES
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def clean_origin(value: str) -> str:
+    """Return ``scheme://host[:port]`` normalized as browsers send it.
+
+    Raises:
+        ValidationError: not an http(s) origin, or one with a path.
+    """
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError as exc:
+        raise ValidationError(
+            _("%(value)r is not a valid origin."), params={"value": value}
+        ) from exc
+    extra = parts.path or parts.query or parts.fragment or parts.username
+    if parts.scheme not in _DEFAULT_PORTS or not parts.hostname or extra:
+        raise ValidationError(
+            _("%(value)r is not an origin: use http(s)://host[:port], no path."),
+            params={"value": value},
+        )
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    if port is None or port == _DEFAULT_PORTS[parts.scheme]:
+        return f"{parts.scheme}://{host}"
+    return f"{parts.scheme}://{host}:{port}"
+
+
+def engine_choices(
+    tenant: Tenant | None, registry: EngineRegistry | None = None
+) -> list[tuple[str, str]]:
+    """Installed engines not yet exposed to ``tenant``, as form choices."""
+    registry = default_registry if registry is None else registry
+    exposed = (
+        set(tenant.exposures.values_list("engine_id", flat=True)) if tenant else set()
+    )
+    return [
+        (engine.id, f"{engine.id} — {engine.name}")
+        for engine in registry
+        if engine.id not in exposed
+    ]
+
+
+class TenantForm(forms.ModelForm[Tenant]):
+    class Meta:
+        model = Tenant
+        fields = ["slug", "name", "is_active", "allowed_origins", "engine_config"]
+
+    def clean_allowed_origins(self) -> list[str]:
+        value = self.cleaned_data["allowed_origins"]
+        if not isinstance(value, list) or not all(isinstance(o, str) for o in value):
+            raise ValidationError(_("Give a list of origins (strings)."))
+        return [clean_origin(origin) for origin in value]
+
+
+class EngineChoiceField(forms.ChoiceField):
+    """Offers the open engines; the bookkeeping service judges the value."""
+
+    def valid_value(self, value: Any) -> bool:
+        return isinstance(value, str) and bool(value)
+
+
+class ExposureForm(forms.ModelForm[Exposure]):
+    """Choose a tenant and one of the engines it does not expose yet."""
+
+    engine_id = EngineChoiceField(label=_("engine"))
+
+    class Meta:
+        model = Exposure
+        fields = ["tenant", "engine_id"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = cast("forms.ChoiceField", self.fields["engine_id"])
+        field.choices = engine_choices(self.chosen_tenant())
+
+    def chosen_tenant(self) -> Tenant | None:
+        """The tenant posted, or the one preselected by ``?tenant=<pk>``."""
+        raw = self.data.get("tenant") if self.is_bound else self.initial.get("tenant")
+        if not raw:
+            return None
+        try:
+            return Tenant.objects.filter(pk=raw).first()
+        except (ValueError, TypeError, ValidationError):
+            return None
+
+
+class ApiTokenForm(forms.ModelForm[ApiToken]):
+    """The fields of a new token; the secret is made by ``tokens.issue``."""
+
+    scopes = forms.MultipleChoiceField(
+        label=_("scopes"),
+        choices=[(scope, scope) for scope in sorted(KNOWN_SCOPES)],
+        initial=list(DEFAULT_SCOPES),
+        widget=forms.CheckboxSelectMultiple,
+    )
+    expires_in = forms.IntegerField(
+        label=_("lifetime (seconds)"),
+        min_value=1,
+        required=False,
+        help_text=_("Leave empty for a token that does not expire."),
+    )
+
+    class Meta:
+        model = ApiToken
+        fields = ["tenant", "user", "name", "scopes"]

@@ -1,0 +1,40 @@
+"""``mcp_expose SLUG ENGINE_ID [ENGINE_ID ...]`` or ``mcp_expose SLUG --all``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from mcp_gateway import bookkeeping
+from mcp_gateway.management.base import bookkeeping_errors, get_tenant, plural
+
+
+class Command(BaseCommand):
+    help = "Expose engines to a tenant as MCP tools: all of them or none."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("slug")
+        parser.add_argument("engine_ids", nargs="*", metavar="ENGINE_ID")
+        parser.add_argument(
+            "--all", action="store_true", help="Expose every installed engine."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        slug, engine_ids = options["slug"], options["engine_ids"]
+        if options["all"] == bool(engine_ids):
+            raise CommandError("Give either ENGINE_ID ... or --all.")
+        tenant = get_tenant(slug)
+        with bookkeeping_errors():
+            if options["all"]:
+                created = bookkeeping.expose_all(tenant)
+            else:
+                created = bookkeeping.expose_many(tenant, engine_ids)
+        if options["all"] and not created:
+            self.stdout.write(f"Every installed engine is already exposed to {slug!r}.")
+            return
+        names = ", ".join(exposure.tool_name for exposure in created)
+        detail = f": {names}" if names else ""
+        self.stdout.write(
+            f"Exposed {plural(len(created), 'engine')} to {slug!r}{detail}."
+        )

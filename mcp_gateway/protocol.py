@@ -1,0 +1,352 @@
+"""Serve one parsed JSON-RPC request through the ``mcp`` SDK, statelessly.
+
+Each request runs through ``mcp.server.runner.serve_one`` with a born-ready
+``Connection`` for its era:
+
+- 2026-07-28 (the ``MCP-Protocol-Version`` header, or a request carrying the
+  ``_meta`` envelope): the SDK's inbound ladder (envelope, ``Mcp-Method`` /
+  ``Mcp-Name`` / ``Mcp-Param-*`` headers, version), HTTP statuses from
+  ``ERROR_CODE_HTTP_STATUS``.
+- 2025-11-25 / 2025-06-18 / 2025-03-26 (no header means 2025-03-26):
+  stateless ``initialize``; JSON-RPC errors are HTTP 200; an unsupported
+  header is HTTP 400 with -32600.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.caching import CacheHint, apply_cache_hint
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
+from mcp.server.runner import serve_one
+from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import (
+    ERROR_CODE_HTTP_STATUS,
+    MCP_PROTOCOL_VERSION_HEADER,
+    InboundLadderRejection,
+    InboundModernRoute,
+    classify_inbound_request,
+    validate_mcp_param_headers,
+)
+from mcp.shared.jsonrpc_dispatcher import (
+    handler_exception_to_error_data,
+    progress_token_from_params,
+)
+from mcp.shared.message import ServerMessageMetadata
+from mcp.shared.transport_context import TransportContext
+from mcp_types.version import LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
+
+from engines_app.context import EngineContext, LogSink, Principal, ProgressSink
+from mcp_gateway import adapter
+from mcp_gateway.catalog import Catalog, CatalogEntry
+from mcp_gateway.conf import gateway_settings
+from mcp_gateway.dispatch_context import SingleExchangeContext, run_in_thread_loop
+from mcp_gateway.models import Tenant
+
+logger = logging.getLogger("mcp_gateway")
+
+HANDSHAKE_VERSIONS = ("2025-03-26", "2025-06-18", "2025-11-25")
+"""Handshake-era revisions served; 2024-11-05 is not one of them."""
+DEFAULT_VERSION = "2025-03-26"
+"""The revision a request without ``MCP-Protocol-Version`` is served at."""
+SUPPORTED_VERSIONS = (*HANDSHAKE_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
+
+
+@dataclass(frozen=True)
+class CallScope:
+    """What the view knows about the request."""
+
+    tenant: Tenant
+    catalog: Catalog
+    principal: Principal
+    headers: Mapping[str, str]
+    progress_sink: ProgressSink | None = None
+    log_sink: LogSink | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: int
+    body: dict[str, Any] | None
+    headers: dict[str, str]
+
+
+@dataclass(frozen=True)
+class _Route:
+    version: str
+    modern: bool
+    client_info: Any = None
+    client_capabilities: Any = None
+
+
+@dataclass(frozen=True)
+class _Rejection:
+    status: int
+    error: types.ErrorData
+
+
+# -- Public API -------------------------------------------------------------
+
+
+def handle(message: dict[str, Any], scope: CallScope) -> Outcome:
+    """Answer ``message`` from sync code (WSGI).
+
+    Uses this thread's persistent event loop; sync engines run in this thread
+    while the loop is stopped, so they may use the ORM.
+
+    Raises:
+        RuntimeError: called from a thread whose event loop is running.
+    """
+    return run_in_thread_loop(_serve(message, scope))
+
+
+async def ahandle(message: dict[str, Any], scope: CallScope) -> Outcome:
+    """Answer ``message`` from async code (ASGI); sync engines use a thread."""
+    return await _serve(message, scope)
+
+
+# -- One exchange -------------------------------------------------------------
+
+
+async def _serve(message: dict[str, Any], scope: CallScope) -> Outcome:
+    if "id" not in message:
+        return Outcome(202, None, {})
+    try:
+        return await _answer(message, scope)
+    except Exception as exc:
+        return _error_outcome(message["id"], _error_data(exc), 200)
+
+
+async def _answer(message: dict[str, Any], scope: CallScope) -> Outcome:
+    request_id = message["id"]
+    method: str = message["method"]
+    params = message.get("params")
+    headers = {key.lower(): value for key, value in scope.headers.items()}
+    route = _route(message, headers)
+    if isinstance(route, _Route) and route.modern:
+        route = _param_header_check(route, method, params, headers, scope.catalog)
+    if isinstance(route, _Rejection):
+        return _error_outcome(request_id, route.error, route.status)
+    try:
+        result = await _dispatch(route, request_id, method, params, headers, scope)
+    except Exception as exc:
+        error = _error_data(exc)
+        return _error_outcome(request_id, error, _status(route, error))
+    return Outcome(200, {"jsonrpc": "2.0", "id": request_id, "result": result}, {})
+
+
+async def _dispatch(
+    route: _Route,
+    request_id: Any,
+    method: str,
+    params: Any,
+    headers: dict[str, str],
+    scope: CallScope,
+) -> dict[str, Any]:
+    connection = Connection.from_envelope(
+        route.version, route.client_info, route.client_capabilities
+    )
+    dctx = SingleExchangeContext(
+        transport=TransportContext(
+            kind="streamable-http", can_send_request=False, headers=headers
+        ),
+        request_id=request_id,
+        message_metadata=ServerMessageMetadata(request_context=scope),
+        progress_token=progress_token_from_params(_mapping(params)),
+    )
+    if not route.modern:
+        params = _negotiable(method, params)
+    return await serve_one(
+        _server(gateway_settings().SERVER_NAME),
+        dctx,
+        method,
+        params,
+        connection=connection,
+        lifespan_state={},
+    )
+
+
+# -- Era routing ------------------------------------------------------------
+
+
+def _route(message: dict[str, Any], headers: Mapping[str, str]) -> _Route | _Rejection:
+    header = headers.get(MCP_PROTOCOL_VERSION_HEADER)
+    enveloped = _has_envelope(message.get("params"))
+    if message["method"] == "initialize":
+        enveloped = False  # the handshake never opens the modern era
+    if header in HANDSHAKE_VERSIONS:
+        return _legacy(header, enveloped)
+    if header is None and not enveloped:
+        return _Route(DEFAULT_VERSION, modern=False)
+    if header in MODERN_PROTOCOL_VERSIONS or enveloped:
+        return _modern(message, headers)
+    return _reject(400, types.INVALID_REQUEST, "Unsupported MCP-Protocol-Version.")
+
+
+def _legacy(version: str, enveloped: bool) -> _Route | _Rejection:
+    if enveloped:
+        return _reject(
+            400,
+            types.INVALID_REQUEST,
+            "A request carrying the 2026-07-28 envelope needs that protocol version.",
+        )
+    return _Route(version, modern=False)
+
+
+def _modern(message: dict[str, Any], headers: Mapping[str, str]) -> _Route | _Rejection:
+    verdict = classify_inbound_request(message, headers=headers)
+    if isinstance(verdict, InboundLadderRejection):
+        return _ladder_rejection(verdict)
+    return _modern_route(verdict)
+
+
+def _modern_route(verdict: InboundModernRoute) -> _Route:
+    return _Route(
+        verdict.protocol_version,
+        modern=True,
+        client_info=verdict.client_info,
+        client_capabilities=verdict.client_capabilities,
+    )
+
+
+def _param_header_check(
+    route: _Route,
+    method: str,
+    params: Any,
+    headers: Mapping[str, str],
+    catalog: Catalog,
+) -> _Route | _Rejection:
+    if method != "tools/call" or not isinstance(params, dict):
+        return route
+    name = params.get("name")
+    entry = catalog.get(name) if isinstance(name, str) else None
+    arguments = params.get("arguments")
+    arguments = {} if arguments is None else arguments
+    if entry is None or not isinstance(arguments, Mapping):
+        return route  # dispatch answers unknown tools and bad arguments
+    schema = entry.tool.input_schema
+    verdict = validate_mcp_param_headers(schema, arguments, headers)
+    return route if verdict is None else _ladder_rejection(verdict)
+
+
+def _has_envelope(params: Any) -> bool:
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, Mapping) and types.PROTOCOL_VERSION_META_KEY in meta
+
+
+def _negotiable(method: str, params: Any) -> Any:
+    """Answer an ``initialize`` for an unserved revision with the latest one."""
+    if method != "initialize" or not isinstance(params, dict):
+        return params
+    requested = params.get("protocolVersion")
+    if not isinstance(requested, str) or requested in HANDSHAKE_VERSIONS:
+        return params
+    return {**params, "protocolVersion": LATEST_HANDSHAKE_VERSION}
+
+
+def _mapping(params: Any) -> Mapping[str, Any] | None:
+    return params if isinstance(params, Mapping) else None
+
+
+# -- Errors -----------------------------------------------------------------
+
+
+def _reject(status: int, code: int, message: str) -> _Rejection:
+    data = {"supported": list(SUPPORTED_VERSIONS)}
+    return _Rejection(status, types.ErrorData(code=code, message=message, data=data))
+
+
+def _ladder_rejection(rejection: InboundLadderRejection) -> _Rejection:
+    error = types.ErrorData(
+        code=rejection.code, message=rejection.message, data=rejection.data
+    )
+    return _Rejection(ERROR_CODE_HTTP_STATUS.get(rejection.code, 400), error)
+
+
+def _error_data(exc: Exception) -> types.ErrorData:
+    error = handler_exception_to_error_data(exc)
+    if error is not None:
+        return error
+    logger.exception("MCP request failed", exc_info=exc)
+    return types.ErrorData(code=types.INTERNAL_ERROR, message="Internal error")
+
+
+def _status(route: _Route, error: types.ErrorData) -> int:
+    return ERROR_CODE_HTTP_STATUS.get(error.code, 200) if route.modern else 200
+
+
+def _error_outcome(request_id: Any, error: types.ErrorData, status: int) -> Outcome:
+    dumped = error.model_dump(mode="json", by_alias=True, exclude_none=True)
+    body = {"jsonrpc": "2.0", "id": request_id, "error": dumped}
+    return Outcome(status, body, {})
+
+
+# -- The SDK server and its handlers -----------------------------------------
+
+
+@functools.lru_cache(maxsize=4)
+def _server(name: str) -> Server[Any]:
+    server: Server[Any] = Server(
+        name,
+        version=_package_version(),
+        on_list_tools=_list_tools,
+        on_call_tool=_call_tool,
+    )
+    server.middleware = []
+    return server
+
+
+def _package_version() -> str:
+    try:
+        return importlib.metadata.version("django-mcp-gateway")
+    except importlib.metadata.PackageNotFoundError:
+        return "0.0.0"
+
+
+def _scope_of(ctx: ServerRequestContext[Any, Any]) -> CallScope:
+    scope = ctx.request
+    if not isinstance(scope, CallScope):
+        raise TypeError("The request context does not come from mcp_gateway.")
+    return scope
+
+
+async def _list_tools(
+    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    result = types.ListToolsResult(tools=_scope_of(ctx).catalog.tools())
+    hint = CacheHint(ttl_ms=gateway_settings().TOOLS_LIST_TTL_MS, scope="private")
+    return apply_cache_hint(result, hint)
+
+
+async def _call_tool(
+    ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+) -> types.CallToolResult:
+    scope = _scope_of(ctx)
+    entry = scope.catalog.get(params.name)
+    if entry is None:
+        raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
+    arguments = params.arguments if params.arguments is not None else {}
+    context = _engine_context(scope, entry, arguments)
+    return await adapter.aexecute(entry.engine, arguments, context)
+
+
+def _engine_context(
+    scope: CallScope, entry: CatalogEntry, arguments: Mapping[str, Any]
+) -> EngineContext:
+    return adapter.build_context(
+        entry.engine,
+        arguments,
+        principal=scope.principal,
+        config=scope.tenant.engine_config or {},
+        deadline_seconds=gateway_settings().ENGINE_DEADLINE_SECONDS,
+        progress_sink=scope.progress_sink,
+        log_sink=scope.log_sink,
+    )

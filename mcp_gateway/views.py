@@ -1,0 +1,125 @@
+"""The MCP endpoint: boundary checks, authentication, dispatch."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.contrib.auth import authenticate
+from django.db import DatabaseError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt
+
+from engines_app.context import Principal
+from mcp_gateway import boundary, jsonrpc
+from mcp_gateway.catalog import catalog_for
+from mcp_gateway.challenge import challenge
+from mcp_gateway.conf import AUTH_DISABLED, gateway_settings
+from mcp_gateway.models import Tenant
+from mcp_gateway.protocol import CallScope, handle
+
+logger = logging.getLogger("mcp_gateway")
+
+ANONYMOUS_SCOPES = frozenset({"mcp:tools"})
+
+
+@csrf_exempt  # bearer tokens only: no cookie ever authenticates this view
+def endpoint(request: HttpRequest, slug: str) -> HttpResponse:
+    request.get_host()  # DisallowedHost -> 400 before anything else
+    try:
+        admitted = _admit(request, slug)
+        if isinstance(admitted, HttpResponse):
+            return admitted
+        return _dispatch(request, *admitted)
+    except DatabaseError:
+        logger.exception("Database unavailable while serving tenant %r", slug)
+        return boundary.error(503, jsonrpc.SERVER_ERROR, "Service unavailable.")
+
+
+def _admit(
+    request: HttpRequest, slug: str
+) -> tuple[Tenant, Principal, jsonrpc.Message] | HttpResponse:
+    """Run every boundary check; return what dispatch needs or a refusal."""
+    tenant = Tenant.objects.filter(slug=slug).first()
+    path = reverse("mcp_gateway:endpoint", kwargs={"slug": slug})
+    refusal = (
+        boundary.check_origin(request, tenant)
+        or boundary.check_target(request, path)
+        or boundary.check_tenant(tenant)
+        or boundary.check_method(request)
+        or boundary.check_declared_length(request)
+        or boundary.check_authorization_syntax(request)
+    )
+    if refusal is not None:
+        return refusal
+    assert tenant is not None  # check_tenant refused otherwise
+    principal = _authenticate(request, tenant)
+    if isinstance(principal, HttpResponse):
+        return principal
+    refusal = boundary.check_content_type(request) or boundary.check_accept(request)
+    if refusal is not None:
+        return refusal
+    message = _read_message(request)
+    if isinstance(message, HttpResponse):
+        return message
+    return tenant, principal, message
+
+
+def _authenticate(request: HttpRequest, tenant: Tenant) -> Principal | HttpResponse:
+    if gateway_settings().AUTH_MODE == AUTH_DISABLED:
+        return Principal(tenant=tenant.slug, scopes=ANONYMOUS_SCOPES)
+    token = boundary.bearer_token(request)
+    if token is None:
+        return challenge(tenant, invalid=False)
+    user = authenticate(request, bearer_token=token, tenant=tenant)
+    if user is None:
+        return challenge(tenant, invalid=True)
+    return _principal(tenant, user)
+
+
+def _principal(tenant: Tenant, user: Any) -> Principal:
+    token = getattr(user, "mcp_token", None)
+    scopes = getattr(user, "mcp_scopes", None) or (token.scopes if token else ())
+    return Principal(
+        tenant=tenant.slug,
+        user=user.get_username(),
+        token=token.prefix if token else None,
+        scopes=frozenset(scopes),
+    )
+
+
+def _read_message(request: HttpRequest) -> jsonrpc.Message | HttpResponse:
+    body = boundary.read_body(request)
+    if isinstance(body, HttpResponse):
+        return body
+    try:
+        message = jsonrpc.parse(body)
+    except jsonrpc.JsonRpcError as exc:
+        return JsonResponse(exc.body(), status=400)
+    if message.kind == "response":
+        return boundary.error(
+            400, jsonrpc.INVALID_REQUEST, "Responses are not accepted."
+        )
+    if message.kind == "notification":
+        return HttpResponse(status=202)
+    return message
+
+
+def _dispatch(
+    request: HttpRequest, tenant: Tenant, principal: Principal, message: jsonrpc.Message
+) -> HttpResponse:
+    try:
+        scope = CallScope(tenant, catalog_for(tenant), principal, request.headers)
+        outcome = handle(message.payload, scope)
+    except DatabaseError:
+        logger.exception("Database unavailable while serving tenant %r", tenant.slug)
+        return boundary.error(
+            503, jsonrpc.SERVER_ERROR, "Service unavailable.", message.id
+        )
+    response = JsonResponse(
+        outcome.body, status=outcome.status, json_dumps_params={"ensure_ascii": False}
+    )
+    for name, value in outcome.headers.items():
+        response[name] = value
+    return response

@@ -1,0 +1,1 @@
+"""A tiny installed app whose ``engines`` module autodiscovery must find."""

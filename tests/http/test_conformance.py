@@ -1,0 +1,50 @@
+"""The official MCP conformance suite against the gateway under gunicorn.
+
+Its runner sends no Authorization header, so the server runs in the
+development mode without authentication, on loopback only.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_gateway import bookkeeping
+from mcp_gateway.models import Tenant
+from tests.live.node import CLIENTS, CONFORMANCE_PACK, run_node
+from tests.live.servers import Server
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SERVER_ENV = {"MCP_AUTH_MODE": "dangerously-disabled-for-development", "DEBUG": "1"}
+
+
+@pytest.fixture
+def conformance_tenant(server: Server) -> Tenant:
+    tenant = Tenant.objects.create(slug="conformance", name="Conformance")
+    bookkeeping.expose_many(tenant, CONFORMANCE_PACK)
+    return tenant
+
+
+@pytest.mark.parametrize("server", ["gunicorn"], indirect=True)
+def test_the_conformance_suite_passes_with_the_expected_failures(
+    server, conformance_tenant, tmp_path
+):
+    url = f"{server.url}/t/{conformance_tenant.slug}/mcp"
+
+    result = run_node(
+        [
+            str(CLIENTS / "node_modules" / ".bin" / "conformance"),
+            "server",
+            "--url",
+            url,
+            "--suite",
+            "all",
+            "--expected-failures",
+            str(CLIENTS / "conformance-expected-failures.yml"),
+            "-o",
+            str(tmp_path),
+        ],
+        cwd=CLIENTS,
+    )
+
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]

@@ -1,0 +1,1 @@
+"""Real servers (gunicorn, uvicorn) and a raw HTTP client for them."""

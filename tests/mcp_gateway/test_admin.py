@@ -1,0 +1,440 @@
+"""The admin, driven through the test client as a superuser."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.contrib.auth import authenticate
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from engines_app.registry import default_registry
+from mcp_gateway import bookkeeping, tokens
+from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
+
+
+@pytest.fixture
+def admin_staff(db: None) -> User:
+    return User.objects.create_superuser("root", password="root-password")
+
+
+@pytest.fixture
+def admin_client(client: Client, admin_staff: User) -> Client:
+    # The API-token backend comes first and never loads session users.
+    client.force_login(admin_staff, backend="django.contrib.auth.backends.ModelBackend")
+    return client
+
+
+@pytest.fixture
+def admin_tenant(db: None) -> Tenant:
+    return Tenant.objects.create(slug="acme", name="Acme")
+
+
+@pytest.fixture
+def admin_member(admin_tenant: Tenant) -> User:
+    user = User.objects.create_user("alice")
+    Membership.objects.create(tenant=admin_tenant, user=user)
+    return user
+
+
+@pytest.fixture
+def admin_without_collision() -> Iterator[None]:
+    """Uninstall ``demo:echo`` so that ``expose_all`` can succeed."""
+    engine = default_registry.get("demo:echo")
+    assert engine is not None
+    default_registry.unregister("demo:echo")
+    yield
+    default_registry.register(engine)
+
+
+def url(name: str, *args: Any) -> str:
+    return reverse(f"admin:mcp_gateway_{name}", args=args)
+
+
+def messages_of(response: Any) -> list[str]:
+    return [str(message) for message in response.context["messages"]]
+
+
+def exposed(tenant: Tenant) -> set[str]:
+    return set(tenant.exposures.values_list("engine_id", flat=True))
+
+
+def run_action(client: Client, model: str, action: str, *pks: int) -> Any:
+    data = {"action": action, "_selected_action": [str(pk) for pk in pks]}
+    return client.post(url(f"{model}_changelist"), data, follow=True)
+
+
+# Tenant admin and its actions
+
+
+@pytest.mark.usefixtures("admin_without_collision")
+def test_expose_all_action_exposes_every_installed_engine(admin_client, admin_staff):
+    tenant = Tenant.objects.create(slug="acme", name="Acme")
+
+    response = run_action(admin_client, "tenant", "expose_all", tenant.pk)
+
+    assert response.status_code == 200
+    assert exposed(tenant) == set(default_registry.ids())
+    assert tenant.exposures.filter(exposed_by=admin_staff).count() == len(
+        default_registry
+    )
+    count = len(default_registry)
+    assert messages_of(response) == [f"acme: exposed {count} new engine(s)."]
+
+
+def test_expose_all_action_with_a_collision_is_a_message(admin_client, admin_tenant):
+    response = run_action(admin_client, "tenant", "expose_all", admin_tenant.pk)
+
+    assert response.status_code == 200
+    [message] = messages_of(response)
+    assert "'demo.echo'" in message
+    assert "'demo:echo'" in message
+    assert exposed(admin_tenant) == set()
+
+
+def test_unexpose_all_action_clears_the_tenant(admin_client, admin_tenant):
+    bookkeeping.expose_many(admin_tenant, ["demo.echo", "demo.add"])
+
+    response = run_action(admin_client, "tenant", "unexpose_all", admin_tenant.pk)
+
+    assert exposed(admin_tenant) == set()
+    assert messages_of(response) == ["acme: unexposed 2 engine(s)."]
+
+
+def test_confirm_action_records_the_installed_definition(admin_client, admin_tenant):
+    exposure = bookkeeping.expose(admin_tenant, "demo.echo")
+    current = exposure.fingerprint
+    Exposure.objects.filter(pk=exposure.pk).update(
+        fingerprint="old", engine_version="0"
+    )
+
+    response = run_action(admin_client, "tenant", "confirm_changed", admin_tenant.pk)
+
+    exposure.refresh_from_db()
+    assert (exposure.fingerprint, exposure.engine_version) == (current, "1.0.0")
+    assert messages_of(response) == ["acme: re-confirmed 1 exposure(s)."]
+
+
+def test_tenant_page_lists_exposures_members_and_links_to_expose(
+    admin_client, admin_tenant, admin_member
+):
+    bookkeeping.expose(admin_tenant, "demo.echo")
+    Exposure.objects.create(
+        tenant=admin_tenant, engine_id="gone.engine", tool_name="gone_engine"
+    )
+
+    response = admin_client.get(url("tenant_change", admin_tenant.pk))
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "demo_echo" in html
+    assert "stale (engine not installed)" in html
+    assert "alice" in html
+    assert f"{url('exposure_add')}?tenant={admin_tenant.pk}" in html
+    assert "Expose an engine" in html
+
+
+def test_tenant_changelist_shows_exposure_counts(admin_client, admin_tenant):
+    bookkeeping.expose_many(admin_tenant, ["demo.echo", "demo.add"])
+
+    response = admin_client.get(url("tenant_changelist"))
+
+    assert response.status_code == 200
+    changelist = response.context["cl"]
+    assert changelist.model_admin.exposure_count(changelist.result_list[0]) == 2
+
+
+def test_tenant_form_refuses_a_bad_origin(admin_client):
+    data = {
+        "slug": "acme",
+        "name": "Acme",
+        "is_active": "on",
+        "allowed_origins": '["https://app.example.com/path"]',
+        "engine_config": "{}",
+        "memberships-TOTAL_FORMS": "0",
+        "memberships-INITIAL_FORMS": "0",
+        "exposures-TOTAL_FORMS": "0",
+        "exposures-INITIAL_FORMS": "0",
+    }
+
+    response = admin_client.post(url("tenant_add"), data)
+
+    assert response.status_code == 200
+    assert "allowed_origins" in response.context["adminform"].form.errors
+    assert not Tenant.objects.exists()
+
+
+# Exposure admin
+
+
+def test_add_form_offers_only_installed_engines_not_yet_exposed(
+    admin_client, admin_tenant
+):
+    bookkeeping.expose_many(admin_tenant, ["demo.echo", "demo.add"])
+
+    response = admin_client.get(f"{url('exposure_add')}?tenant={admin_tenant.pk}")
+
+    form = response.context["adminform"].form
+    offered = {value for value, _ in form.fields["engine_id"].choices}
+    assert offered == set(default_registry.ids()) - {"demo.echo", "demo.add"}
+    assert form.initial["tenant"] == str(admin_tenant.pk)
+
+
+def test_add_form_exposes_through_the_bookkeeping_service(
+    admin_client, admin_tenant, admin_staff
+):
+    version = admin_tenant.catalog_version
+    data = {"tenant": admin_tenant.pk, "engine_id": "demo.add"}
+
+    response = admin_client.post(url("exposure_add"), data, follow=True)
+
+    exposure = Exposure.objects.get()
+    admin_tenant.refresh_from_db()
+    assert response.status_code == 200
+    assert (exposure.engine_id, exposure.tool_name) == ("demo.add", "demo_add")
+    assert exposure.exposed_by == admin_staff
+    assert exposure.fingerprint
+    assert admin_tenant.catalog_version > version
+
+
+def test_add_form_collision_is_a_message_naming_both_engines(
+    admin_client, admin_tenant
+):
+    bookkeeping.expose(admin_tenant, "demo.echo")
+    data = {"tenant": admin_tenant.pk, "engine_id": "demo:echo"}
+
+    response = admin_client.post(url("exposure_add"), data, follow=True)
+
+    [message] = messages_of(response)
+    assert "'demo:echo' and 'demo.echo'" in message
+    assert response.redirect_chain[-1][0] == (
+        f"{url('exposure_add')}?tenant={admin_tenant.pk}"
+    )
+    assert exposed(admin_tenant) == {"demo.echo"}
+
+
+def test_add_form_duplicate_is_an_error(admin_client, admin_tenant):
+    bookkeeping.expose(admin_tenant, "demo.echo")
+    data = {"tenant": admin_tenant.pk, "engine_id": "demo.echo"}
+
+    response = admin_client.post(url("exposure_add"), data)
+
+    assert response.status_code == 200
+    assert "already exists" in str(response.context["adminform"].form.errors)
+    assert Exposure.objects.count() == 1
+
+
+def test_add_form_unknown_engine_is_a_message(admin_client, admin_tenant):
+    data = {"tenant": admin_tenant.pk, "engine_id": "nope"}
+
+    response = admin_client.post(url("exposure_add"), data, follow=True)
+
+    assert messages_of(response) == ["No engine with id 'nope' is installed."]
+    assert not Exposure.objects.exists()
+
+
+def test_deleting_an_exposure_unexposes_it(admin_client, admin_tenant):
+    exposure = bookkeeping.expose(admin_tenant, "demo.echo")
+    version = Tenant.objects.get(pk=admin_tenant.pk).catalog_version
+
+    response = admin_client.post(
+        url("exposure_delete", exposure.pk), {"post": "yes"}, follow=True
+    )
+
+    assert response.status_code == 200
+    assert not Exposure.objects.exists()
+    assert Tenant.objects.get(pk=admin_tenant.pk).catalog_version > version
+
+
+def test_delete_selected_unexposes_each_exposure(admin_client, admin_tenant):
+    other = Tenant.objects.create(slug="globex", name="Globex")
+    rows = [
+        *bookkeeping.expose_many(admin_tenant, ["demo.echo", "demo.add"]),
+        bookkeeping.expose(other, "demo.add"),
+    ]
+    data = {
+        "action": "delete_selected",
+        "_selected_action": [str(row.pk) for row in rows],
+        "post": "yes",
+    }
+
+    admin_client.post(url("exposure_changelist"), data, follow=True)
+
+    assert not Exposure.objects.exists()
+
+
+def test_stale_and_changed_exposures_are_flagged_and_filtered(
+    admin_client, admin_tenant
+):
+    live = bookkeeping.expose(admin_tenant, "demo.add")
+    changed = bookkeeping.expose(admin_tenant, "demo.echo")
+    Exposure.objects.filter(pk=changed.pk).update(fingerprint="old")
+    stale = Exposure.objects.create(
+        tenant=admin_tenant, engine_id="gone.engine", tool_name="gone_engine"
+    )
+
+    listing = admin_client.get(url("exposure_changelist"))
+    by_status = {
+        status: {
+            e.pk
+            for e in admin_client.get(url("exposure_changelist"), {"status": status})
+            .context["cl"]
+            .result_list
+        }
+        for status in ("live", "stale", "changed")
+    }
+
+    html = listing.content.decode()
+    assert "stale (engine not installed)" in html
+    assert "changed (definition differs; re-confirm)" in html
+    assert by_status == {
+        "live": {live.pk},
+        "stale": {stale.pk},
+        "changed": {changed.pk},
+    }
+
+
+def test_exposure_page_is_read_only_and_shows_the_status(admin_client, admin_tenant):
+    exposure = Exposure.objects.create(
+        tenant=admin_tenant, engine_id="gone.engine", tool_name="gone_engine"
+    )
+
+    response = admin_client.get(url("exposure_change", exposure.pk))
+
+    assert response.status_code == 200
+    assert "stale (engine not installed)" in response.content.decode()
+    assert response.context["has_change_permission"] is False
+
+
+def test_confirm_selected_action_reconfirms_changed_exposures(
+    admin_client, admin_tenant
+):
+    exposure = bookkeeping.expose(admin_tenant, "demo.echo")
+    Exposure.objects.filter(pk=exposure.pk).update(fingerprint="old")
+
+    response = run_action(admin_client, "exposure", "confirm_selected", exposure.pk)
+
+    assert not bookkeeping.states(Exposure.objects.all())[0].changed
+    assert messages_of(response) == ["Re-confirmed 1 changed exposure(s)."]
+
+
+def test_exposure_changelist_query_count_does_not_grow_with_rows(
+    admin_client, admin_tenant
+):
+    bookkeeping.expose_many(admin_tenant, ["demo.echo", "demo.add"])
+    with CaptureQueriesContext(connection) as few:
+        admin_client.get(url("exposure_changelist"))
+    bookkeeping.expose_many(admin_tenant, ["demo.whoami", "demo.fail", "demo.slow"])
+
+    with CaptureQueriesContext(connection) as many:
+        admin_client.get(url("exposure_changelist"))
+
+    assert len(many) == len(few)
+
+
+# API tokens
+
+
+def token_form(tenant: Tenant, user: User, **extra: Any) -> dict[str, Any]:
+    return {"tenant": tenant.pk, "user": user.pk, "scopes": ["mcp:tools"], **extra}
+
+
+def test_token_creation_shows_the_secret_once(admin_client, admin_tenant):
+    user = User.objects.create_user("bob")
+
+    response = admin_client.post(
+        url("apitoken_add"), token_form(admin_tenant, user), follow=True
+    )
+
+    token = ApiToken.objects.get()
+    [secret] = [
+        word
+        for message in messages_of(response)
+        for word in message.split()
+        if word.startswith("mcpgw_")
+    ]
+    assert secret.split("_")[1] == token.prefix
+    assert authenticate(None, bearer_token=secret, tenant=admin_tenant) == user
+    assert Membership.objects.filter(tenant=admin_tenant, user=user).exists()
+    again = admin_client.get(url("apitoken_change", token.pk))
+    assert token.prefix in again.content.decode()
+    assert secret not in again.content.decode()
+    assert token.secret_hash not in again.content.decode()
+
+
+def test_token_creation_with_a_lifetime_and_read_scope(
+    admin_client, admin_tenant, admin_member
+):
+    data = token_form(admin_tenant, admin_member, scopes=["mcp:tools:read"])
+
+    admin_client.post(url("apitoken_add"), {**data, "expires_in": "60"})
+
+    token = ApiToken.objects.get()
+    assert token.scopes == ["mcp:tools:read"]
+    assert token.expires_at is not None
+
+
+def test_token_form_refuses_an_unknown_scope(admin_client, admin_tenant, admin_member):
+    data = token_form(admin_tenant, admin_member, scopes=["root"])
+
+    response = admin_client.post(url("apitoken_add"), data)
+
+    assert response.status_code == 200
+    assert "scopes" in response.context["adminform"].form.errors
+    assert not ApiToken.objects.exists()
+
+
+def test_revoke_action_revokes_the_selected_tokens(
+    admin_client, admin_tenant, admin_member
+):
+    issued = [tokens.issue(admin_tenant, admin_member) for _ in range(2)]
+    kept = tokens.issue(admin_tenant, admin_member)
+
+    response = run_action(
+        admin_client, "apitoken", "revoke_selected", *(i.token.pk for i in issued)
+    )
+
+    assert messages_of(response) == ["Revoked 2 token(s)."]
+    for item in issued:
+        assert authenticate(None, bearer_token=item.secret, tenant=admin_tenant) is None
+    assert authenticate(None, bearer_token=kept.secret, tenant=admin_tenant)
+
+
+def test_token_changelist_shows_prefixes_only(admin_client, admin_tenant, admin_member):
+    issued = tokens.issue(admin_tenant, admin_member)
+
+    response = admin_client.get(url("apitoken_changelist"))
+
+    html = response.content.decode()
+    assert issued.token.prefix in html
+    assert issued.secret not in html
+
+
+# Memberships
+
+
+def test_membership_changelist_lists_members(admin_client, admin_member):
+    response = admin_client.get(url("membership_changelist"), {"q": "alice"})
+
+    assert response.status_code == 200
+    assert [m.user for m in response.context["cl"].result_list] == [admin_member]
+
+
+def test_add_form_without_a_tenant_offers_every_installed_engine(admin_client):
+    response = admin_client.get(url("exposure_add"))
+
+    form = response.context["adminform"].form
+    assert [value for value, _ in form.fields["engine_id"].choices] == (
+        default_registry.ids()
+    )
+
+
+def test_admin_pages_carry_the_gateway_branding(admin_client):
+    response = admin_client.get(reverse("admin:index"))
+
+    assert "MCP gateway administration" in response.content.decode()

@@ -1,0 +1,137 @@
+from __future__ import annotations
+
+import pytest
+from django.core import checks
+
+from mcp_gateway.checks import (
+    check_auth_mode,
+    check_secret_key,
+    check_settings,
+    check_stale_exposures,
+)
+from mcp_gateway.conf import AUTH_DISABLED
+from mcp_gateway.models import Exposure
+
+
+def ids(messages: list[checks.CheckMessage]) -> list[str | None]:
+    return [message.id for message in messages]
+
+
+def test_the_test_settings_pass_the_settings_checks():
+    assert check_settings(None) == []
+    assert check_auth_mode(None) == []
+    assert check_secret_key(None) == []
+
+
+def test_an_unknown_gateway_key_is_e001(settings):
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "ENGINE": ["typo"]}
+
+    messages = check_settings(None)
+
+    assert ids(messages) == ["mcp_gateway.E001"]
+    assert "'ENGINE'" in messages[0].msg
+
+
+def test_known_gateway_keys_pass(settings):
+    settings.MCP_GATEWAY = {"AUTH_MODE": "required", "MAX_REQUEST_BYTES": 10}
+
+    assert check_settings(None) == []
+
+
+def test_an_unknown_auth_mode_is_e002(settings):
+    settings.MCP_GATEWAY = {"AUTH_MODE": "sometimes"}
+
+    assert ids(check_settings(None)) == ["mcp_gateway.E002"]
+
+
+@pytest.mark.parametrize(
+    ("debug", "hosts"),
+    [
+        (False, ["localhost"]),
+        (True, ["localhost", "example.com"]),
+        (True, ["*"]),
+        (True, []),
+    ],
+)
+def test_disabled_auth_outside_loopback_development_is_e003(settings, debug, hosts):
+    settings.MCP_GATEWAY = {"AUTH_MODE": AUTH_DISABLED}
+    settings.DEBUG = debug
+    settings.ALLOWED_HOSTS = hosts
+
+    assert ids(check_auth_mode(None)) == ["mcp_gateway.E003"]
+
+
+def test_disabled_auth_with_debug_on_loopback_hosts_is_silent(settings):
+    settings.MCP_GATEWAY = {"AUTH_MODE": AUTH_DISABLED}
+    settings.DEBUG = True
+    settings.ALLOWED_HOSTS = ["localhost", "127.0.0.1", "[::1]"]
+
+    assert check_auth_mode(None) == []
+
+
+def test_required_auth_is_silent_anywhere(settings):
+    settings.DEBUG = False
+    settings.ALLOWED_HOSTS = ["example.com"]
+
+    assert check_auth_mode(None) == []
+
+
+def test_the_insecure_default_secret_key_without_debug_is_e004(settings):
+    settings.SECRET_KEY = "django-insecure-reference-project-development-only-key"
+    settings.DEBUG = False
+
+    assert ids(check_secret_key(None)) == ["mcp_gateway.E004"]
+
+
+def test_the_insecure_default_secret_key_with_debug_is_allowed(settings):
+    settings.SECRET_KEY = "django-insecure-reference-project-development-only-key"
+    settings.DEBUG = True
+
+    assert check_secret_key(None) == []
+
+
+def test_a_real_secret_key_passes(settings):
+    settings.DEBUG = False
+
+    assert check_secret_key(None) == []
+
+
+def test_a_stale_exposure_is_w001(tenant):
+    Exposure.objects.create(
+        tenant=tenant,
+        engine_id="gone.engine",
+        tool_name="gone_engine",
+        fingerprint="0" * 64,
+        engine_version="1",
+    )
+
+    messages = check_stale_exposures(None, databases=["default"])
+
+    assert ids(messages) == ["mcp_gateway.W001"]
+    assert messages[0].level == checks.WARNING
+    assert messages[0].obj == "acme:gone.engine"
+
+
+def test_a_live_exposure_passes_the_stale_check(tenant):
+    Exposure.objects.create(
+        tenant=tenant,
+        engine_id="demo.echo",
+        tool_name="demo_echo",
+        fingerprint="0" * 64,
+        engine_version="1",
+    )
+
+    assert check_stale_exposures(None, databases=["default"]) == []
+
+
+def test_the_stale_check_is_silent_without_databases():
+    assert check_stale_exposures(None) == []
+    assert check_stale_exposures(None, databases=None) == []
+
+
+def test_the_stale_check_is_a_database_check():
+    registered = checks.registry.registry.get_checks(include_deployment_checks=True)
+
+    stale: object = check_stale_exposures
+    tags = [getattr(c, "tags", ()) for c in registered if c is stale]
+    assert [list(t) for t in tags] == [[checks.Tags.database]]

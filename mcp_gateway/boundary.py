@@ -74,12 +74,6 @@ def check_target(request: HttpRequest, canonical_path: str) -> HttpResponse | No
     return None
 
 
-def check_tenant(tenant: Tenant | None) -> HttpResponse | None:
-    if tenant is None or not tenant.is_active:
-        return plain(404, "Not found.")
-    return None
-
-
 def check_method(request: HttpRequest) -> HttpResponse | None:
     if request.method == "POST":
         return None

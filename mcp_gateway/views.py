@@ -43,17 +43,20 @@ def _admit(
     """Run every boundary check; return what dispatch needs or a refusal."""
     tenant = Tenant.objects.filter(slug=slug).first()
     path = reverse("mcp_gateway:endpoint", kwargs={"slug": slug})
+    refusal = boundary.check_origin(request, tenant) or boundary.check_target(
+        request, path
+    )
+    if refusal is not None:
+        return refusal
+    if tenant is None or not tenant.is_active:
+        return boundary.plain(404, "Not found.")
     refusal = (
-        boundary.check_origin(request, tenant)
-        or boundary.check_target(request, path)
-        or boundary.check_tenant(tenant)
-        or boundary.check_method(request)
+        boundary.check_method(request)
         or boundary.check_declared_length(request)
         or boundary.check_authorization_syntax(request)
     )
     if refusal is not None:
         return refusal
-    assert tenant is not None  # check_tenant refused otherwise
     principal = _authenticate(request, tenant)
     if isinstance(principal, HttpResponse):
         return principal

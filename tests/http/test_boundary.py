@@ -15,7 +15,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from mcp_gateway import bookkeeping, tokens
-from mcp_gateway.models import Membership, Tenant
+from mcp_gateway.models import ApiToken, Membership, Tenant
 from tests.live import rawhttp
 from tests.live.servers import Server
 
@@ -243,7 +243,7 @@ def _revoked(secret: str) -> str:
 def _expired(secret: str) -> str:
     prefix = tokens.split(secret)
     assert prefix is not None
-    tokens.ApiToken.objects.filter(prefix=prefix[0]).update(
+    ApiToken.objects.filter(prefix=prefix[0]).update(
         expires_at=timezone.now() - timedelta(seconds=1)
     )
     return secret

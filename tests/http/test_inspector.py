@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -22,7 +23,7 @@ def inspector_secret(server: Server) -> str:
     return tokens.issue(tenant, User.objects.create_user("alice")).secret
 
 
-def inspect(server: Server, secret: str, *args: str) -> dict:
+def inspect(server: Server, secret: str, *args: str) -> dict[str, Any]:
     inspector = CLIENTS / "node_modules" / ".bin" / "mcp-inspector-cli"
     command = [
         str(inspector),

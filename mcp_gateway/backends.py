@@ -19,8 +19,10 @@ from mcp_gateway.models import ApiToken, Membership, Tenant
 class ApiTokenBackend(BaseBackend):
     """Authenticate a tenant-bound API token for that tenant only.
 
-    On success the user carries ``mcp_token`` (the token row) so the view can
-    snapshot the principal without another query.
+    ``tenant`` is a Tenant or the slug of an active one. One query reads the
+    token, its user, its tenant (with the catalog version) and whether the
+    user is a member. On success the user carries ``mcp_token`` (the token
+    row) and ``mcp_tenant``, so the view needs no other query.
     """
 
     def authenticate(
@@ -28,7 +30,7 @@ class ApiTokenBackend(BaseBackend):
         request: HttpRequest | None,
         *,
         bearer_token: str | None = None,
-        tenant: Tenant | None = None,
+        tenant: Tenant | str | None = None,
         **kwargs: Any,
     ) -> User | None:
         if bearer_token is None or tenant is None:
@@ -44,22 +46,25 @@ class ApiTokenBackend(BaseBackend):
             return None
         _touch(token)
         user.mcp_token = token  # type: ignore[attr-defined]
+        user.mcp_tenant = token.tenant  # type: ignore[attr-defined]
         return user
 
     def get_user(self, user_id: int) -> User | None:
         return None  # never used for sessions
 
 
-def _load(prefix: str, tenant: Tenant) -> ApiToken | None:
+def _load(prefix: str, tenant: Tenant | str) -> ApiToken | None:
     membership = Membership.objects.filter(
         tenant=OuterRef("tenant"), user=OuterRef("user")
     )
-    return (
-        ApiToken.objects.select_related("user")
-        .annotate(is_member=Exists(membership))
-        .filter(prefix=prefix, tenant=tenant)
-        .first()
+    tokens = ApiToken.objects.select_related("user", "tenant").annotate(
+        is_member=Exists(membership)
     )
+    if isinstance(tenant, str):
+        tokens = tokens.filter(tenant__slug=tenant, tenant__is_active=True)
+    else:
+        tokens = tokens.filter(tenant=tenant)
+    return tokens.filter(prefix=prefix).first()
 
 
 def _touch(token: ApiToken) -> None:

@@ -18,6 +18,7 @@ from mcp_gateway.challenge import challenge
 from mcp_gateway.conf import AUTH_DISABLED, gateway_settings
 from mcp_gateway.models import Tenant
 from mcp_gateway.protocol import CallScope, handle
+from mcp_gateway.tenancy import TenantLookup
 
 logger = logging.getLogger("mcp_gateway")
 
@@ -40,45 +41,61 @@ def endpoint(request: HttpRequest, slug: str) -> HttpResponse:
 def _admit(
     request: HttpRequest, slug: str
 ) -> tuple[Tenant, Principal, jsonrpc.Message] | HttpResponse:
-    """Run every boundary check; return what dispatch needs or a refusal."""
-    tenant = Tenant.objects.filter(slug=slug).first()
+    """Run every boundary check; return what dispatch needs or a refusal.
+
+    A refusal for an unknown tenant is always 404, whichever check failed
+    first after the target check, as the order of checks requires.
+    """
+    lookup = TenantLookup(slug)
     path = reverse("mcp_gateway:endpoint", kwargs={"slug": slug})
-    refusal = boundary.check_origin(request, tenant) or boundary.check_target(
-        request, path
-    )
+    refusal = _check_origin(request, lookup) or boundary.check_target(request, path)
     if refusal is not None:
         return refusal
-    if tenant is None or not tenant.is_active:
-        return boundary.plain(404, "Not found.")
     refusal = (
         boundary.check_method(request)
         or boundary.check_declared_length(request)
         or boundary.check_authorization_syntax(request)
     )
     if refusal is not None:
-        return refusal
-    principal = _authenticate(request, tenant)
-    if isinstance(principal, HttpResponse):
-        return principal
+        return lookup.missing() or refusal
+    authenticated = _authenticate(request, lookup)
+    if isinstance(authenticated, HttpResponse):
+        return authenticated
     refusal = boundary.check_content_type(request) or boundary.check_accept(request)
     if refusal is not None:
         return refusal
     message = _read_message(request)
     if isinstance(message, HttpResponse):
         return message
-    return tenant, principal, message
+    return (*authenticated, message)
 
 
-def _authenticate(request: HttpRequest, tenant: Tenant) -> Principal | HttpResponse:
+def _check_origin(request: HttpRequest, lookup: TenantLookup) -> HttpResponse | None:
+    if "Origin" not in request.headers:
+        return None
+    return boundary.check_origin(request, lookup.get())
+
+
+def _authenticate(
+    request: HttpRequest, lookup: TenantLookup
+) -> tuple[Tenant, Principal] | HttpResponse:
     if gateway_settings().AUTH_MODE == AUTH_DISABLED:
-        return Principal(tenant=tenant.slug, scopes=ANONYMOUS_SCOPES)
+        tenant = lookup.get()
+        if tenant is None:
+            return boundary.plain(404, "Not found.")
+        return tenant, Principal(tenant=tenant.slug, scopes=ANONYMOUS_SCOPES)
     token = boundary.bearer_token(request)
-    if token is None:
-        return challenge(tenant, invalid=False)
-    user = authenticate(request, bearer_token=token, tenant=tenant)
+    user = None
+    if token is not None:
+        user = authenticate(
+            request, bearer_token=token, tenant=lookup.loaded or lookup.slug
+        )
+    tenant = getattr(user, "mcp_tenant", None) or lookup.get()
+    if tenant is None:
+        return boundary.plain(404, "Not found.")
     if user is None:
-        return challenge(tenant, invalid=True)
-    return _principal(tenant, user)
+        return challenge(tenant, invalid=token is not None)
+    return tenant, _principal(tenant, user)
 
 
 def _principal(tenant: Tenant, user: Any) -> Principal:

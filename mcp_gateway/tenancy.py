@@ -1,0 +1,36 @@
+"""Find the tenant of a request lazily, so the fast path pays no query.
+
+An authenticated request learns its tenant from the credential's own query
+(the auth backend joins it); only requests that need the tenant before
+authentication (a browser's ``Origin``) or that are refused load it here.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+
+from mcp_gateway import boundary
+from mcp_gateway.models import Tenant
+
+_UNLOADED = object()
+
+
+class TenantLookup:
+    def __init__(self, slug: str) -> None:
+        self.slug = slug
+        self._tenant: object = _UNLOADED
+
+    def get(self) -> Tenant | None:
+        """The active tenant with this slug, read at most once."""
+        if self._tenant is _UNLOADED:
+            self._tenant = Tenant.objects.filter(slug=self.slug, is_active=True).first()
+        return self._tenant if isinstance(self._tenant, Tenant) else None
+
+    @property
+    def loaded(self) -> Tenant | None:
+        """The tenant if it was read already, without a query."""
+        return self._tenant if isinstance(self._tenant, Tenant) else None
+
+    def missing(self) -> HttpResponse | None:
+        """404 when there is no such active tenant, else None."""
+        return boundary.plain(404, "Not found.") if self.get() is None else None

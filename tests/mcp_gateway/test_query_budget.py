@@ -1,0 +1,88 @@
+"""Queries per MCP request, pinned exactly (a warm catalog unless said)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from mcp_gateway import bookkeeping, tokens
+from mcp_gateway.catalog import clear_cache
+from mcp_gateway.models import ApiToken, Tenant
+
+
+@pytest.fixture
+def used_token(tenant: Tenant, issued_token: tokens.IssuedToken) -> str:
+    """A token used a moment ago, so this request does not record use."""
+    ApiToken.objects.filter(pk=issued_token.token.pk).update(
+        last_used_at=timezone.now()
+    )
+    bookkeeping.expose_many(tenant, ["demo.echo", "demo.add"])
+    clear_cache()
+    return issued_token.secret
+
+
+def rpc(client: Client, secret: str, method: str, params: dict[str, Any]) -> Any:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    response = client.post(
+        "/t/acme/mcp",
+        json.dumps(body),
+        content_type="application/json",
+        headers={
+            "Authorization": f"Bearer {secret}",
+            "MCP-Protocol-Version": "2025-11-25",
+        },
+    )
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+CALL = ("tools/call", {"name": "demo_echo", "arguments": {"text": "hi"}})
+LIST = ("tools/list", {})
+
+
+@pytest.mark.parametrize(("method", "params"), [CALL, LIST], ids=["call", "list"])
+def test_a_warm_request_costs_one_query(
+    client, used_token, django_assert_num_queries, method, params
+):
+    rpc(client, used_token, method, params)  # warms the catalog
+
+    with django_assert_num_queries(1):
+        body = rpc(client, used_token, method, params)
+
+    assert "result" in body
+
+
+def test_a_cold_catalog_costs_one_more_query(
+    client, used_token, django_assert_num_queries
+):
+    with django_assert_num_queries(2):
+        rpc(client, used_token, *LIST)
+
+
+def test_a_change_makes_the_next_request_rebuild_the_catalog(
+    client, tenant, used_token, django_assert_num_queries
+):
+    rpc(client, used_token, *LIST)
+    bookkeeping.unexpose(tenant, "demo.add")
+
+    with django_assert_num_queries(2):
+        body = rpc(client, used_token, *LIST)
+
+    assert [tool["name"] for tool in body["result"]["tools"]] == ["demo_echo"]
+
+
+def test_recording_token_use_is_the_one_extra_write(
+    client, issued_token, tenant, django_assert_num_queries
+):
+    bookkeeping.expose(tenant, "demo.echo")
+    rpc(client, issued_token.secret, *LIST)
+    ApiToken.objects.filter(pk=issued_token.token.pk).update(last_used_at=None)
+
+    with django_assert_num_queries(2):
+        rpc(client, issued_token.secret, *LIST)
+    with django_assert_num_queries(1):
+        rpc(client, issued_token.secret, *LIST)

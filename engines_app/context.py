@@ -8,6 +8,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from engines_app.interaction import InputReply
+
 ProgressSink = Callable[[float, float | None, str | None], None]
 LogSink = Callable[[str, str], None]
 
@@ -77,6 +79,9 @@ class EngineContext:
     signal: Signal = field(default_factory=Signal)
     progress_sink: ProgressSink = _drop_progress
     log_sink: LogSink = _drop_log
+    reply: InputReply | None = None
+    """The caller's answer when this call repeats one that returned an
+    ``InputRequest``; ``None`` on a first call."""
 
     def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

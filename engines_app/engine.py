@@ -69,6 +69,8 @@ class Engine:
     hints: ClassVar[Hints] = Hints()
     icons: ClassVar[tuple[Icon, ...]] = ()
     access: ClassVar[AccessRule | None] = None
+    deadline_seconds: ClassVar[float | None] = None
+    """Overrides the gateway's ``ENGINE_DEADLINE_SECONDS`` for this engine."""
 
     def execute(self, context: EngineContext) -> Any:
         raise NotImplementedError

@@ -6,12 +6,13 @@ JSON values or ``engines_app.results`` types; this module translates both ways.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import inspect
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -30,8 +31,11 @@ from engines_app.context import (
 )
 from engines_app.engine import Hints, Icon, is_async_engine
 from engines_app.errors import EngineError
+from engines_app.interaction import InputReply, InputRequest
 from engines_app.results import Audio, Content, Image, Resource, RichResult, Text
-from mcp_gateway.dispatch_context import run_in_thread_loop, run_sync_outside_loop
+from mcp_gateway import deadlines
+from mcp_gateway.dispatch_context import run_in_thread_loop
+from mcp_gateway.interaction import UNAVAILABLE
 from mcp_gateway.naming import tool_name
 
 logger = logging.getLogger("mcp_gateway")
@@ -167,6 +171,7 @@ def build_context(
     deadline_seconds: float | None,
     progress_sink: ProgressSink | None = None,
     log_sink: LogSink | None = None,
+    reply: InputReply | None = None,
 ) -> EngineContext:
     """Build what the engine sees of this call; sinks default to dropping."""
     deadline = None if deadline_seconds is None else time.monotonic() + deadline_seconds
@@ -180,6 +185,7 @@ def build_context(
         principal=principal,
         config=config,
         signal=Signal(deadline=deadline),
+        reply=reply,
         **sinks,
     )
 
@@ -203,33 +209,61 @@ def execute(
         return _failure(engine, exc)
 
 
+Ask = Callable[[InputRequest], types.InputRequiredResult]
+
+
 async def aexecute(
-    engine: Any, arguments: Mapping[str, Any], context: EngineContext
-) -> types.CallToolResult:
+    engine: Any,
+    arguments: Mapping[str, Any],
+    context: EngineContext,
+    ask: Ask | None = None,
+) -> types.CallToolResult | types.InputRequiredResult:
     """Run ``engine`` without blocking the loop.
 
-    Sync engines run through ``run_sync_outside_loop`` (the driving thread
-    under ``run_in_thread_loop``, else a worker thread) and may poll the
-    context's signal; async engines are stopped at the deadline.
+    Sync engines run in the bounded engine pool (``deadlines``) and may poll
+    the context's signal, which is cancelled at the deadline or when the call
+    is; async engines are stopped at the deadline. An engine's
+    ``InputRequest`` goes to ``ask`` when the caller can answer it, else it
+    is a tool error.
     """
     try:
         refusal = _refusal(engine, arguments, context.principal)
         if refusal is not None:
             return refusal
-        return to_result(engine, await _acall(engine, context))
-    except _DeadlineExceeded:
-        return tool_error("DEADLINE_EXCEEDED", "The tool did not finish in time.")
+        value = await _acall(engine, context)
+        if isinstance(value, InputRequest) and ask is not None:
+            return ask(value)
+        return to_result(engine, value)
+    except (_DeadlineExceeded, deadlines.DeadlineExceeded):
+        return tool_error("TIMEOUT", "The tool did not finish before its deadline.")
+    except deadlines.PoolFull:
+        return tool_error("BUSY", "The server is busy; try again shortly.")
     except Exception as exc:
         return _failure(engine, exc)
 
 
 async def _acall(engine: Any, context: EngineContext) -> Any:
     if not is_async_engine(engine):
-        value = await run_sync_outside_loop(engine.execute, context)
+        value = await _run_sync(engine, context)
         return await value if inspect.isawaitable(value) else value
     with anyio.move_on_after(_remaining(context)):
         return await engine.execute(context)
     raise _DeadlineExceeded
+
+
+async def _run_sync(engine: Any, context: EngineContext) -> Any:
+    """Run a sync engine; when the call is cancelled, cancel its signal.
+
+    A thread cannot be interrupted: the engine learns of the cancellation by
+    polling its signal, and the cancellation completes once it returns.
+    """
+    running = asyncio.ensure_future(deadlines.run_sync_engine(engine, context))
+    try:
+        return await asyncio.shield(running)
+    except asyncio.CancelledError:
+        context.signal.cancel()
+        await asyncio.wait({running})
+        raise
 
 
 async def _awaited(value: Any) -> Any:
@@ -280,6 +314,8 @@ def to_result(engine: Any, value: Any) -> types.CallToolResult:
     """
     if isinstance(value, RichResult):
         return _rich_result(engine, value)
+    if isinstance(value, InputRequest):
+        return tool_error("INPUT_UNAVAILABLE", UNAVAILABLE)
     text = _dumps(value)
     structured = value if isinstance(value, dict) else None
     _check_output(engine, value)

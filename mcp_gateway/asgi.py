@@ -9,13 +9,13 @@ reach Django, so the view answers 413 in its usual order of checks.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from mcp_gateway import jsonrpc
 from mcp_gateway.conf import gateway_settings
+from mcp_gateway.serving import announce_asgi
 
 Scope = dict[str, Any]
 Message = Mapping[str, Any]
@@ -27,6 +27,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 class BoundaryGuard:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        announce_asgi()  # the URLconf will serve the async endpoint
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not is_mount(scope["path"]):
@@ -63,7 +64,7 @@ def _bounded(receive: Receive, scope: Scope) -> Receive:
             if first:  # over the declared limit: read nothing at all
                 first = False
                 return {"type": "http.request", "body": b"", "more_body": False}
-            await asyncio.Future()  # the body is over; wait to be cancelled
+            return await _after_body(receive)
         first = False
         message = await receive()
         if message["type"] != "http.request":
@@ -76,6 +77,18 @@ def _bounded(receive: Receive, scope: Scope) -> Receive:
         return {**message, "body": body}
 
     return bounded
+
+
+async def _after_body(receive: Receive) -> Message:
+    """The next message that is not body: the client's disconnect.
+
+    Body beyond the limit is dropped; the disconnect must reach Django, which
+    cancels the view (or its response stream) when the client goes away.
+    """
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return message
 
 
 async def _refuse(send: Send, status: int, message: str) -> None:

@@ -12,12 +12,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group, User
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from engines_app.errors import InvalidEngineError
 from engines_app.registry import EngineRegistry, default_registry, validate_engine
+from mcp_gateway import audit
 from mcp_gateway.errors import (
     DuplicateExposure,
     InvalidEngine,
@@ -29,6 +30,8 @@ from mcp_gateway.models import Exposure, Tenant
 from mcp_gateway.naming import tool_name
 
 Actor = AbstractBaseUser | AnonymousUser | None
+VIA_CODE = "code"
+"""Where a change came from: ``admin``, ``api``, ``command`` or ``code``."""
 
 
 @dataclass(frozen=True)
@@ -46,13 +49,14 @@ def expose(
     *,
     by: Actor = None,
     registry: EngineRegistry | None = None,
+    via: str = VIA_CODE,
 ) -> Exposure:
     """Expose one engine to ``tenant``.
 
     Raises:
         UnknownEngine, InvalidEngine, DuplicateExposure, ToolNameCollision.
     """
-    return expose_many(tenant, [engine_id], by=by, registry=registry)[0]
+    return expose_many(tenant, [engine_id], by=by, registry=registry, via=via)[0]
 
 
 def expose_many(
@@ -61,6 +65,8 @@ def expose_many(
     *,
     by: Actor = None,
     registry: EngineRegistry | None = None,
+    via: str = VIA_CODE,
+    action: str = "expose",
 ) -> list[Exposure]:
     """Expose several engines: all of them or, on any error, none."""
     registry = _or_default(registry)
@@ -70,13 +76,18 @@ def expose_many(
             _lock(tenant)
             created = _create(tenant, engines, by)
             _bump(tenant)
+            audit.record_change(tenant, action, engine_ids, by=by, via=via)
     except IntegrityError as exc:  # a concurrent change won the race
         raise _explain_integrity_error(tenant, engines) from exc
     return created
 
 
 def expose_all(
-    tenant: Tenant, *, by: Actor = None, registry: EngineRegistry | None = None
+    tenant: Tenant,
+    *,
+    by: Actor = None,
+    registry: EngineRegistry | None = None,
+    via: str = VIA_CODE,
 ) -> list[Exposure]:
     """Expose every installed engine not yet exposed; idempotent and atomic."""
     registry = _or_default(registry)
@@ -86,31 +97,42 @@ def expose_all(
         new_ids = [engine.id for engine in registry if engine.id not in exposed]
         if not new_ids:
             return []
-        return expose_many(tenant, new_ids, by=by, registry=registry)
+        return expose_many(
+            tenant, new_ids, by=by, registry=registry, via=via, action="expose_all"
+        )
 
 
-def unexpose(tenant: Tenant, engine_id: str) -> bool:
+def unexpose(
+    tenant: Tenant, engine_id: str, *, by: Actor = None, via: str = VIA_CODE
+) -> bool:
     """Remove one exposure; ``False`` when there was none."""
-    return unexpose_many(tenant, [engine_id]) == 1
+    return unexpose_many(tenant, [engine_id], by=by, via=via) == 1
 
 
-def unexpose_many(tenant: Tenant, engine_ids: Iterable[str]) -> int:
+def unexpose_many(
+    tenant: Tenant, engine_ids: Iterable[str], *, by: Actor = None, via: str = VIA_CODE
+) -> int:
     with transaction.atomic():
         _lock(tenant)
-        deleted, _ = tenant.exposures.filter(engine_id__in=list(engine_ids)).delete()
+        exposures = tenant.exposures.filter(engine_id__in=list(engine_ids))
+        removed = list(exposures.values_list("engine_id", flat=True))
+        deleted, _ = exposures.delete()
         if deleted:
             _bump(tenant)
-    return deleted
+            audit.record_change(tenant, "unexpose", removed, by=by, via=via)
+    return len(removed) if deleted else 0
 
 
-def clear(tenant: Tenant) -> int:
+def clear(tenant: Tenant, *, by: Actor = None, via: str = VIA_CODE) -> int:
     """Remove every exposure of ``tenant``; returns how many there were."""
     with transaction.atomic():
         _lock(tenant)
+        removed = list(tenant.exposures.values_list("engine_id", flat=True))
         deleted, _ = tenant.exposures.all().delete()
         if deleted:
             _bump(tenant)
-    return deleted
+            audit.record_change(tenant, "clear", removed, by=by, via=via)
+    return len(removed) if deleted else 0
 
 
 def reconcile(tenant: Tenant, registry: EngineRegistry | None = None) -> list[Exposure]:
@@ -132,7 +154,13 @@ def states(
     return result
 
 
-def confirm(exposure: Exposure, registry: EngineRegistry | None = None) -> Exposure:
+def confirm(
+    exposure: Exposure,
+    registry: EngineRegistry | None = None,
+    *,
+    by: Actor = None,
+    via: str = VIA_CODE,
+) -> Exposure:
     """Record the installed definition as the confirmed one."""
     engine = _installed(_or_default(registry), exposure.engine_id)
     with transaction.atomic():
@@ -141,7 +169,30 @@ def confirm(exposure: Exposure, registry: EngineRegistry | None = None) -> Expos
         exposure.engine_version = engine.version
         exposure.save(update_fields=["fingerprint", "engine_version"])
         _bump(exposure.tenant)
+        audit.record_change(
+            exposure.tenant, "confirm", [exposure.engine_id], by=by, via=via
+        )
     return exposure
+
+
+def restrict(exposure: Exposure, groups: Iterable[Group]) -> Exposure:
+    """Restrict the tool to members of ``groups``; none: every member."""
+    with transaction.atomic():
+        _lock(exposure.tenant)
+        exposure.groups.set(list(groups))
+        _bump(exposure.tenant)
+    return exposure
+
+
+def access_changed(tenant: Tenant) -> None:
+    """Record a change to the tenant's access rules (authorization servers).
+
+    Bumps the catalog version like every exposure change, so each worker
+    drops what it derived from the old rules on its next request.
+    """
+    with transaction.atomic():
+        _lock(tenant)
+        _bump(tenant)
 
 
 def _or_default(registry: EngineRegistry | None) -> EngineRegistry:

@@ -31,6 +31,11 @@ CACHE_SIZE = 2048
 class CatalogEntry:
     engine: Any
     tool: types.Tool
+    groups: frozenset[str] = frozenset()
+    """Names of the groups the tool is restricted to; empty: every member."""
+
+    def visible_to(self, groups: frozenset[str]) -> bool:
+        return not self.groups or not self.groups.isdisjoint(groups)
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,21 @@ class Catalog:
 
     def __len__(self) -> int:
         return len(self.entries)
+
+    @property
+    def restricted(self) -> bool:
+        """True when some tool is restricted to groups."""
+        return any(entry.groups for entry in self.entries.values())
+
+    def visible_to(self, groups: frozenset[str]) -> Catalog:
+        """The tools a principal in ``groups`` may see (and so call)."""
+        if not self.restricted:
+            return self
+        return Catalog(
+            MappingProxyType(
+                {n: e for n, e in self.entries.items() if e.visible_to(groups)}
+            )
+        )
 
 
 EMPTY = Catalog(MappingProxyType({}))
@@ -88,25 +108,39 @@ def clear_cache() -> None:
 
 def build_catalog(tenant: Tenant, registry: EngineRegistry) -> Catalog:
     """Build the catalog from the tenant's exposures: exactly one query."""
-    engine_ids = Exposure.objects.filter(tenant=tenant).order_by("engine_id")
     entries: dict[str, CatalogEntry] = {}
-    for engine_id in list(engine_ids.values_list("engine_id", flat=True)):
-        entry = _entry(tenant, registry, engine_id)
+    for engine_id, groups in _exposed(tenant).items():
+        entry = _entry(tenant, registry, engine_id, groups)
         if entry is not None and _is_new(tenant, entries, entry):
             entries[entry.tool.name] = entry
     ordered = {name: entries[name] for name in sorted(entries)}
     return Catalog(MappingProxyType(ordered))
 
 
+def _exposed(tenant: Tenant) -> dict[str, frozenset[str]]:
+    """Engine id → names of the groups it is restricted to (one JOIN)."""
+    rows = (
+        Exposure.objects.filter(tenant=tenant)
+        .order_by("engine_id")
+        .values_list("engine_id", "groups__name")
+    )
+    exposed: dict[str, set[str]] = {}
+    for engine_id, group in rows:
+        names = exposed.setdefault(engine_id, set())
+        if group is not None:
+            names.add(group)
+    return {engine_id: frozenset(names) for engine_id, names in exposed.items()}
+
+
 def _entry(
-    tenant: Tenant, registry: EngineRegistry, engine_id: str
+    tenant: Tenant, registry: EngineRegistry, engine_id: str, groups: frozenset[str]
 ) -> CatalogEntry | None:
     engine = registry.get(engine_id)
     if engine is None:
         return None  # stale: shown in the admin, never served
     try:
         validate_engine(engine)
-        return CatalogEntry(engine=engine, tool=build_tool(engine))
+        return CatalogEntry(engine=engine, tool=build_tool(engine), groups=groups)
     except (InvalidEngineError, InvalidToolError) as exc:
         logger.error("Tenant %s: engine %r not served: %s", tenant, engine_id, exc)
         return None

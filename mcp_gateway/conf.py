@@ -25,9 +25,17 @@ class GatewaySettings:
     ENGINE_DEADLINE_SECONDS: float = 30.0
     TOOLS_LIST_TTL_MS: int = 60_000
     RATE_LIMIT_FAIL_OPEN: bool = True
+    RATE_LIMIT_CACHE: str = "default"
+    ENGINE_THREADS: int = 16
     JWKS_TIMEOUT_SECONDS: float = 5.0
+    JWKS_CACHE_SECONDS: int = 3600
+    INTROSPECTION_CACHE_SECONDS: int = 60
+    ALLOW_INSECURE_LOOPBACK_ISSUERS: bool = False
     SERVER_NAME: str = "django-mcp-gateway"
     TOKEN_LAST_USED_INTERVAL_SECONDS: int = 60
+    ASYNC_ENDPOINT: bool | None = None
+    SSE_KEEPALIVE_SECONDS: float = 15.0
+    REQUEST_STATE_TTL_SECONDS: float = 600.0
 
 
 def user_settings() -> dict[str, Any]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio
-import anyio.to_thread
+from asgiref.sync import sync_to_async
 from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import NoBackChannelError
 from mcp.shared.message import MessageMetadata
@@ -115,12 +115,13 @@ async def run_sync_outside_loop(function: Callable[..., T], *args: Any) -> T:
     """Run a sync callable off the event loop and await its result.
 
     Under :func:`run_in_thread_loop` it runs in the driving thread while the
-    loop is stopped (so Django's ORM works there); elsewhere in a worker
-    thread.
+    loop is stopped (so Django's ORM works there); elsewhere (ASGI) in the
+    request's thread-sensitive thread, where Django closes the database
+    connections it opens when the request finishes.
     """
     bridge = _bridge.get(None)
     if bridge is None or bridge.loop is not asyncio.get_running_loop():
-        return await anyio.to_thread.run_sync(functools.partial(function, *args))
+        return await sync_to_async(function, thread_sensitive=True)(*args)
     return await bridge.park(functools.partial(function, *args))
 
 

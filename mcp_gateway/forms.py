@@ -59,7 +59,25 @@ def engine_choices(
 class TenantForm(forms.ModelForm[Tenant]):
     class Meta:
         model = Tenant
-        fields = ["slug", "name", "is_active", "allowed_origins", "engine_config"]
+        fields = [
+            "slug",
+            "name",
+            "is_active",
+            "allowed_origins",
+            "engine_config",
+            "calls_per_minute",
+            "burst",
+            "token_calls_per_minute",
+            "token_burst",
+            "audit_arguments",
+            "audit_redacted_keys",
+        ]
+
+    def clean_audit_redacted_keys(self) -> list[str]:
+        value = self.cleaned_data["audit_redacted_keys"]
+        if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
+            raise ValidationError(_("Give a list of argument names (strings)."))
+        return value
 
     def clean_allowed_origins(self) -> list[str]:
         value = self.cleaned_data["allowed_origins"]

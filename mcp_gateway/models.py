@@ -1,10 +1,17 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django.conf import settings
-from django.core.validators import validate_slug
+from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator, validate_slug
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+
+from mcp_gateway.oauth import config as oauth_config
 
 
 class Tenant(models.Model):
@@ -20,6 +27,45 @@ class Tenant(models.Model):
         help_text=_('Exact origins, e.g. ["https://app.example.com"].'),
     )
     engine_config = models.JSONField(_("engine config"), default=dict, blank=True)
+    calls_per_minute = models.PositiveIntegerField(
+        _("calls per minute"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=_("Tool calls per minute for the whole tenant; empty: unlimited."),
+    )
+    burst = models.PositiveIntegerField(
+        _("burst"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=_("Calls allowed at once; empty: the per-minute number."),
+    )
+    token_calls_per_minute = models.PositiveIntegerField(
+        _("calls per minute per token"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=_("Tool calls per minute for each token; empty: unlimited."),
+    )
+    token_burst = models.PositiveIntegerField(
+        _("burst per token"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=_("Calls one token may make at once; empty: its per-minute number."),
+    )
+    audit_arguments = models.BooleanField(
+        _("record tool arguments"),
+        default=False,
+        help_text=_("Store each call's arguments in the audit log (redacted)."),
+    )
+    audit_redacted_keys = models.JSONField(
+        _("redacted argument keys"),
+        default=list,
+        blank=True,
+        help_text=_('Keys whose values are never stored, e.g. ["password"].'),
+    )
     catalog_version = models.PositiveBigIntegerField(
         _("catalog version"), default=1, editable=False
     )
@@ -57,6 +103,16 @@ class Exposure(models.Model):
     )
     created_at = models.DateTimeField(
         _("exposed at"), default=timezone.now, editable=False
+    )
+    groups = models.ManyToManyField(
+        Group,
+        blank=True,
+        related_name="mcp_exposures",
+        verbose_name=_("groups"),
+        help_text=_(
+            "Only members in one of these groups see and call the tool; "
+            "none means every member of the tenant."
+        ),
     )
 
     class Meta:
@@ -140,3 +196,111 @@ class ApiToken(models.Model):
         now = timezone.now()
         expired = self.expires_at is not None and self.expires_at <= now
         return self.revoked_at is None and not expired
+
+
+class AuthorizationServer(models.Model):
+    """An OAuth authorization server whose access tokens a tenant accepts."""
+
+    class Kind(models.TextChoices):
+        JWT = "jwt", _("JWT access tokens (JWKS)")
+        INTROSPECTION = "introspection", _("opaque tokens (RFC 7662 introspection)")
+
+    class UserField(models.TextChoices):
+        USERNAME = "username", _("username")
+        EMAIL = "email", _("email address")
+
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.CASCADE, related_name="authorization_servers"
+    )
+    issuer = models.CharField(
+        _("issuer"),
+        max_length=500,
+        help_text=_("Exactly as the server's metadata and tokens spell it."),
+    )
+    kind = models.CharField(_("kind"), max_length=16, choices=Kind, default=Kind.JWT)
+    jwks_uri = models.CharField(
+        _("JWKS URI"),
+        max_length=500,
+        blank=True,
+        help_text=_("Empty: read from the issuer's metadata."),
+    )
+    algorithms = models.JSONField(
+        _("allowed algorithms"),
+        default=list,
+        blank=True,
+        help_text=_("Empty: RS256, ES256."),
+    )
+    introspection_endpoint = models.CharField(
+        _("introspection endpoint"), max_length=500, blank=True
+    )
+    client_id = models.CharField(_("client id"), max_length=200, blank=True)
+    client_secret = models.CharField(_("client secret"), max_length=500, blank=True)
+    user_claim = models.CharField(
+        _("user claim"),
+        max_length=64,
+        default="sub",
+        help_text=_("The token claim naming the user: sub, username, email, …"),
+    )
+    user_field = models.CharField(
+        _("matched against"),
+        max_length=16,
+        choices=UserField,
+        default=UserField.USERNAME,
+    )
+    scopes = models.JSONField(
+        _("scopes published"),
+        default=list,
+        blank=True,
+        help_text=_("Empty: mcp:tools and mcp:tools:read."),
+    )
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+
+    class Meta:
+        ordering = ["tenant", "pk"]
+        verbose_name = _("authorization server")
+        verbose_name_plural = _("authorization servers")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "issuer"],
+                name="mcp_gateway_authorizationserver_unique_issuer",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.issuer} ({self.kind})"
+
+    def clean(self) -> None:
+        errors: dict[str, list[ValidationError]] = {}
+        for name in ("issuer", "jwks_uri", "introspection_endpoint"):
+            value = getattr(self, name)
+            if value:
+                _collect(errors, name, oauth_config.validate_server_url, value)
+        _collect(
+            errors, "algorithms", oauth_config.validate_algorithms, self.algorithms
+        )
+        _collect(errors, "scopes", oauth_config.validate_scopes, self.scopes)
+        if self.kind == self.Kind.INTROSPECTION:
+            for name in ("introspection_endpoint", "client_id", "client_secret"):
+                if not getattr(self, name):
+                    errors.setdefault(name, []).append(
+                        ValidationError(_("Required for introspection."))
+                    )
+        if errors:
+            raise ValidationError(errors)
+
+
+def _collect(
+    errors: dict[str, list[ValidationError]],
+    field: str,
+    validate: Callable[[Any], None],
+    value: Any,
+) -> None:
+    try:
+        validate(value)
+    except ValidationError as exc:
+        errors.setdefault(field, []).append(exc)
+
+
+# The audit models live in their own module; import them so the app finds
+# them here, where Django looks.
+from mcp_gateway.audit_models import ExposureEvent, ToolCall  # noqa: E402, F401

@@ -14,9 +14,11 @@ Each request runs through ``mcp.server.runner.serve_one`` with a born-ready
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib.metadata
 import logging
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +29,7 @@ from mcp.server.caching import CacheHint, apply_cache_hint
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.runner import serve_one
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
     MCP_PROTOCOL_VERSION_HEADER,
@@ -45,7 +47,17 @@ from mcp.shared.transport_context import TransportContext
 from mcp_types.version import LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 
 from engines_app.context import EngineContext, LogSink, Principal, ProgressSink
-from mcp_gateway import adapter
+from engines_app.interaction import InputReply
+from mcp_gateway import (
+    adapter,
+    audit,
+    callrecord,
+    deadlines,
+    interaction,
+    ratelimit,
+    request_state,
+)
+from mcp_gateway.callrecord import CallRecord
 from mcp_gateway.catalog import Catalog, CatalogEntry
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.dispatch_context import SingleExchangeContext, run_in_thread_loop
@@ -58,6 +70,8 @@ HANDSHAKE_VERSIONS = ("2025-03-26", "2025-06-18", "2025-11-25")
 DEFAULT_VERSION = "2025-03-26"
 """The revision a request without ``MCP-Protocol-Version`` is served at."""
 SUPPORTED_VERSIONS = (*HANDSHAKE_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
+CATALOG_VERSION_META_KEY = "io.github.django-mcp-gateway/catalogVersion"
+"""``tools/list`` results carry the tenant's catalog version under this key."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +84,8 @@ class CallScope:
     headers: Mapping[str, str]
     progress_sink: ProgressSink | None = None
     log_sink: LogSink | None = None
+    record: CallRecord | None = None
+    """Filled in for a ``tools/call``; the view writes it to the audit log."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +121,8 @@ def handle(message: dict[str, Any], scope: CallScope) -> Outcome:
     Raises:
         RuntimeError: called from a thread whose event loop is running.
     """
-    return run_in_thread_loop(_serve(message, scope))
+    with deadlines.request_thread():
+        return run_in_thread_loop(_serve(message, scope))
 
 
 async def ahandle(message: dict[str, Any], scope: CallScope) -> Outcome:
@@ -135,6 +152,10 @@ async def _answer(message: dict[str, Any], scope: CallScope) -> Outcome:
         route = _param_header_check(route, method, params, headers, scope.catalog)
     if isinstance(route, _Rejection):
         return _error_outcome(request_id, route.error, route.status)
+    if method == "tools/call":
+        refused = _admit_call(request_id, params, route, scope)
+        if refused is not None:
+            return refused
     try:
         result = await _dispatch(route, request_id, method, params, headers, scope)
     except Exception as exc:
@@ -294,13 +315,17 @@ def _error_outcome(request_id: Any, error: types.ErrorData, status: int) -> Outc
 
 @functools.lru_cache(maxsize=4)
 def _server(name: str) -> Server[Any]:
-    server: Server[Any] = Server(
-        name,
-        version=_package_version(),
-        on_list_tools=_list_tools,
-        on_call_tool=_call_tool,
-    )
-    server.middleware = []
+    with warnings.catch_warnings():
+        # Logging is deprecated at 2026-07-28 but still served on 2025 wires.
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        server: Server[Any] = Server(
+            name,
+            version=_package_version(),
+            on_list_tools=_list_tools,
+            on_call_tool=_call_tool,
+            on_set_logging_level=_set_logging_level,
+        )
+    server.middleware = [request_state.Boundary(name)]
     return server
 
 
@@ -321,32 +346,105 @@ def _scope_of(ctx: ServerRequestContext[Any, Any]) -> CallScope:
 async def _list_tools(
     ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    result = types.ListToolsResult(tools=_scope_of(ctx).catalog.tools())
+    scope = _scope_of(ctx)
+    version = {CATALOG_VERSION_META_KEY: scope.tenant.catalog_version}
+    result = types.ListToolsResult(tools=scope.catalog.tools(), _meta=version)
     hint = CacheHint(ttl_ms=gateway_settings().TOOLS_LIST_TTL_MS, scope="private")
     return apply_cache_hint(result, hint)
 
 
+async def _set_logging_level(
+    ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
+) -> types.EmptyResult:
+    """Accept any level: a stateless server cannot remember it for later."""
+    return types.EmptyResult()
+
+
 async def _call_tool(
     ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-) -> types.CallToolResult:
+) -> types.CallToolResult | types.InputRequiredResult:
     scope = _scope_of(ctx)
     entry = scope.catalog.get(params.name)
     if entry is None:
         raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
     arguments = params.arguments if params.arguments is not None else {}
-    context = _engine_context(scope, entry, arguments)
-    return await adapter.aexecute(entry.engine, arguments, context)
+    reply = interaction.reply_of(params)
+    context = _engine_context(scope, entry, arguments, reply)
+    ask = interaction.input_required if interaction.can_ask(ctx) else None
+    _note_engine(scope, entry, arguments)
+    try:
+        result = await adapter.aexecute(entry.engine, arguments, context, ask)
+    except asyncio.CancelledError:
+        _finish(scope, callrecord.CANCELLED)
+        raise
+    _finish(scope, _result_outcome(result))
+    return result
 
 
 def _engine_context(
-    scope: CallScope, entry: CatalogEntry, arguments: Mapping[str, Any]
+    scope: CallScope,
+    entry: CatalogEntry,
+    arguments: Mapping[str, Any],
+    reply: InputReply | None = None,
 ) -> EngineContext:
     return adapter.build_context(
         entry.engine,
         arguments,
         principal=scope.principal,
         config=scope.tenant.engine_config or {},
-        deadline_seconds=gateway_settings().ENGINE_DEADLINE_SECONDS,
+        deadline_seconds=deadlines.deadline_for(entry.engine),
         progress_sink=scope.progress_sink,
         log_sink=scope.log_sink,
+        reply=reply,
     )
+
+
+# -- Admission and audit of tools/call ----------------------------------------
+
+
+def _admit_call(
+    request_id: Any, params: Any, route: _Route, scope: CallScope
+) -> Outcome | None:
+    """Start the call's audit record, then apply the rate limits (check 17)."""
+    if scope.record is not None:
+        scope.record.begin(request_id, params, route.version)
+        scope.record.outcome = callrecord.INVALID  # until a result says more
+    verdict = ratelimit.check(scope.tenant, scope.principal)
+    if verdict.allowed:
+        return None
+    if verdict.unavailable:
+        _finish(scope, callrecord.FAILED)
+        error = types.ErrorData(code=-32000, message="Service unavailable.")
+        return _error_outcome(request_id, error, 503)
+    _finish(scope, callrecord.RATE_LIMITED)
+    error = types.ErrorData(
+        code=-32000,
+        message="Rate limit exceeded; retry later.",
+        data={"retryAfter": verdict.retry_after},
+    )
+    outcome = _error_outcome(request_id, error, 429)
+    return Outcome(429, outcome.body, {"Retry-After": str(verdict.retry_after)})
+
+
+def _note_engine(
+    scope: CallScope, entry: CatalogEntry, arguments: Mapping[str, Any]
+) -> None:
+    record = scope.record
+    if record is None:
+        return
+    record.engine_id = str(entry.engine.id)
+    record.engine_version = str(getattr(entry.engine, "version", ""))
+    record.arguments = audit.arguments_to_keep(scope.tenant, arguments)
+
+
+def _finish(scope: CallScope, outcome: str) -> None:
+    if scope.record is not None:
+        scope.record.finish(outcome)
+
+
+def _result_outcome(result: types.CallToolResult | types.InputRequiredResult) -> str:
+    if not isinstance(result, types.CallToolResult):
+        return callrecord.OK
+    first = result.content[0] if result.content else None
+    text = first.text if isinstance(first, types.TextContent) else None
+    return callrecord.outcome_of(bool(result.is_error), text)

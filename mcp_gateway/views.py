@@ -12,11 +12,13 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 
 from engines_app.context import Principal
-from mcp_gateway import boundary, jsonrpc
+from mcp_gateway import access, audit, boundary, callrecord, jsonrpc
+from mcp_gateway.callrecord import CallRecord
 from mcp_gateway.catalog import catalog_for
-from mcp_gateway.challenge import challenge
+from mcp_gateway.challenge import challenge, insufficient_scope
 from mcp_gateway.conf import AUTH_DISABLED, gateway_settings
 from mcp_gateway.models import Tenant
+from mcp_gateway.oauth.fetch import AuthUnavailable
 from mcp_gateway.protocol import CallScope, handle
 from mcp_gateway.tenancy import TenantLookup
 
@@ -87,9 +89,13 @@ def _authenticate(
     token = boundary.bearer_token(request)
     user = None
     if token is not None:
-        user = authenticate(
-            request, bearer_token=token, tenant=lookup.loaded or lookup.slug
-        )
+        try:
+            user = authenticate(
+                request, bearer_token=token, tenant=lookup.loaded or lookup.slug
+            )
+        except AuthUnavailable:
+            logger.exception("Authorization server unavailable for %r", lookup.slug)
+            return boundary.error(503, jsonrpc.SERVER_ERROR, "Service unavailable.")
     tenant = getattr(user, "mcp_tenant", None) or lookup.get()
     if tenant is None:
         return boundary.plain(404, "Not found.")
@@ -106,6 +112,7 @@ def _principal(tenant: Tenant, user: Any) -> Principal:
         user=user.get_username(),
         token=token.prefix if token else None,
         scopes=frozenset(scopes),
+        groups=access.groups_of(user, catalog_for(tenant)),
     )
 
 
@@ -126,12 +133,46 @@ def _read_message(request: HttpRequest) -> jsonrpc.Message | HttpResponse:
     return message
 
 
+def call_scope(
+    request: HttpRequest, tenant: Tenant, principal: Principal, message: jsonrpc.Message
+) -> CallScope | HttpResponse:
+    """What dispatch needs, or a refusal; shared with the ASGI view.
+
+    Raises:
+        DatabaseError: the catalog could not be read.
+    """
+    catalog = catalog_for(tenant).visible_to(principal.groups)
+    record = CallRecord() if message.payload["method"] == "tools/call" else None
+    if access.lacks_scope(message.payload, catalog, principal):
+        if record is not None:
+            _record_denied(request, record, tenant, principal, message)
+        return insufficient_scope(tenant, message.id)
+    return CallScope(tenant, catalog, principal, request.headers, record=record)
+
+
+def _record_denied(
+    request: HttpRequest,
+    record: CallRecord,
+    tenant: Tenant,
+    principal: Principal,
+    message: jsonrpc.Message,
+) -> None:
+    version = request.headers.get("MCP-Protocol-Version", "")
+    record.begin(message.id, message.payload.get("params"), version)
+    record.finish(callrecord.DENIED)
+    audit.record_call(record, tenant, principal)
+
+
 def _dispatch(
     request: HttpRequest, tenant: Tenant, principal: Principal, message: jsonrpc.Message
 ) -> HttpResponse:
     try:
-        scope = CallScope(tenant, catalog_for(tenant), principal, request.headers)
+        scope = call_scope(request, tenant, principal, message)
+        if isinstance(scope, HttpResponse):
+            return scope
         outcome = handle(message.payload, scope)
+        if scope.record is not None:
+            audit.record_call(scope.record, tenant, principal)
     except DatabaseError:
         logger.exception("Database unavailable while serving tenant %r", tenant.slug)
         return boundary.error(

@@ -14,10 +14,15 @@ MCP_GATEWAY = {
     "ENGINES": [
         "engines_app.demo.basic.ENGINES",
         "engines_app.demo.conformance.ENGINES",
+        "engines_app.demo.notes.ENGINES",
         "tests.engines.COLLIDING",
         "tests.engines.PROBES",
+        "tests.streaming_engines.ENGINES",
     ],
-    "PUBLIC_BASE_URL": "http://testserver",
+    "PUBLIC_BASE_URL": os.environ.get(
+        "MCPGW_TEST_PUBLIC_BASE_URL", "http://testserver"
+    ),
+    "ALLOW_INSECURE_LOOPBACK_ISSUERS": True,
 }
 ALLOWED_HOSTS = ["testserver", "localhost", "127.0.0.1", "[::1]"]
 SECRET_KEY = "tests-only-secret-key-not-for-deployment-0123456789abcdef"

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from mcp_gateway.admin.audit import ExposureEventAdmin, ToolCallAdmin
 from mcp_gateway.admin.exposures import ExposureAdmin
 from mcp_gateway.admin.memberships import MembershipAdmin
 from mcp_gateway.admin.tenants import TenantAdmin
 from mcp_gateway.admin.tokens import ApiTokenAdmin
 
-__all__ = ["ApiTokenAdmin", "ExposureAdmin", "MembershipAdmin", "TenantAdmin"]
+__all__ = [
+    "ApiTokenAdmin",
+    "ExposureAdmin",
+    "ExposureEventAdmin",
+    "MembershipAdmin",
+    "TenantAdmin",
+    "ToolCallAdmin",
+]

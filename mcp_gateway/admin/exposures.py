@@ -35,6 +35,7 @@ class ExposureAdmin(admin.ModelAdmin[Exposure]):
     search_fields = ["tool_name", "engine_id", "tenant__slug", "tenant__name"]
     list_select_related = ["tenant", "exposed_by"]
     autocomplete_fields = ["tenant"]
+    filter_horizontal = ["groups"]
     actions = ["confirm_selected"]
     add_fields = ["tenant", "engine_id"]
     view_fields = [
@@ -53,7 +54,7 @@ class ExposureAdmin(admin.ModelAdmin[Exposure]):
         return status_html(obj)
 
     def get_fields(self, request: HttpRequest, obj: Exposure | None = None) -> Any:
-        return self.view_fields if obj else self.add_fields
+        return [*self.view_fields, "groups"] if obj else self.add_fields
 
     def get_readonly_fields(
         self, request: HttpRequest, obj: Exposure | None = None
@@ -71,11 +72,6 @@ class ExposureAdmin(admin.ModelAdmin[Exposure]):
             kwargs["form"] = ExposureForm
         return super().get_form(request, obj, change, **kwargs)
 
-    def has_change_permission(
-        self, request: HttpRequest, obj: Exposure | None = None
-    ) -> bool:
-        return False  # an exposure is added or removed, never edited
-
     def add_view(
         self,
         request: HttpRequest,
@@ -91,12 +87,22 @@ class ExposureAdmin(admin.ModelAdmin[Exposure]):
     def save_model(
         self, request: HttpRequest, obj: Exposure, form: Any, change: bool
     ) -> None:
-        exposure = bookkeeping.expose(obj.tenant, obj.engine_id, by=request.user)
+        if change:
+            return  # only its groups change, in save_related
+        exposure = bookkeeping.expose(
+            obj.tenant, obj.engine_id, by=request.user, via="admin"
+        )
         obj.pk = exposure.pk
         obj.refresh_from_db()
 
+    def save_related(
+        self, request: HttpRequest, form: Any, formsets: Any, change: bool
+    ) -> None:
+        if change:
+            bookkeeping.restrict(form.instance, form.cleaned_data["groups"])
+
     def delete_model(self, request: HttpRequest, obj: Exposure) -> None:
-        bookkeeping.unexpose(obj.tenant, obj.engine_id)
+        bookkeeping.unexpose(obj.tenant, obj.engine_id, by=request.user, via="admin")
 
     def delete_queryset(
         self, request: HttpRequest, queryset: QuerySet[Exposure]
@@ -105,7 +111,7 @@ class ExposureAdmin(admin.ModelAdmin[Exposure]):
         for exposure in queryset.select_related("tenant"):
             by_tenant[exposure.tenant].append(exposure.engine_id)
         for tenant, engine_ids in by_tenant.items():
-            bookkeeping.unexpose_many(tenant, engine_ids)
+            bookkeeping.unexpose_many(tenant, engine_ids, by=request.user, via="admin")
 
     @admin.action(description=_("Re-confirm selected changed exposures"))
     def confirm_selected(
@@ -116,7 +122,7 @@ class ExposureAdmin(admin.ModelAdmin[Exposure]):
             if not state.changed:
                 continue
             try:
-                bookkeeping.confirm(state.exposure)
+                bookkeeping.confirm(state.exposure, by=request.user, via="admin")
             except BookkeepingError as exc:
                 self.message_user(request, exc.message, messages.ERROR)
         count = sum(state.changed for state in states)

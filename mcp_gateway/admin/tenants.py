@@ -13,11 +13,41 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
+from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping
+from mcp_gateway.admin.authorization import AuthorizationServerInline
 from mcp_gateway.admin.status import status_html
+from mcp_gateway.conf import gateway_settings
 from mcp_gateway.errors import BookkeepingError
 from mcp_gateway.forms import TenantForm
-from mcp_gateway.models import Exposure, Membership, Tenant
+from mcp_gateway.models import AuthorizationServer, Exposure, Membership, Tenant
+
+HINT_LABELS = {
+    "read_only": _("read-only"),
+    "destructive": _("destructive"),
+    "idempotent": _("idempotent"),
+    "open_world": _("open world"),
+}
+COPY_SCRIPT = (
+    "const f = document.getElementById('mcp-url'); f.select();"
+    " navigator.clipboard ? navigator.clipboard.writeText(f.value)"
+    " : document.execCommand('copy');"
+)
+
+
+def canonical_url(tenant: Tenant) -> str:
+    """The canonical URL of the tenant's MCP mount."""
+    path = reverse("mcp_gateway:endpoint", kwargs={"slug": tenant.slug})
+    return gateway_settings().PUBLIC_BASE_URL.rstrip("/") + path
+
+
+def hint_labels(engine: Any) -> str:
+    """The hints an engine states as true, e.g. "read-only, idempotent"."""
+    hints = getattr(engine, "hints", None)
+    said = [
+        str(label) for key, label in HINT_LABELS.items() if getattr(hints, key, None)
+    ]
+    return ", ".join(said) or "-"
 
 
 class MembershipInline(admin.TabularInline[Membership, Tenant]):
@@ -35,11 +65,19 @@ class ExposureInline(admin.TabularInline[Exposure, Tenant]):
     extra = 0
     can_delete = False
     show_change_link = True
-    fields = ["tool_name", "engine_id", "engine_version", "status", "created_at"]
+    fields = [
+        "tool_name",
+        "engine_id",
+        "engine_version",
+        "hints",
+        "status",
+        "created_at",
+    ]
     readonly_fields = [
         "tool_name",
         "engine_id",
         "engine_version",
+        "hints",
         "status",
         "created_at",
     ]
@@ -53,6 +91,10 @@ class ExposureInline(admin.TabularInline[Exposure, Tenant]):
     @admin.display(description=_("status"))
     def status(self, obj: Exposure) -> SafeString:
         return status_html(obj)
+
+    @admin.display(description=_("hints"))
+    def hints(self, obj: Exposure) -> str:
+        return hint_labels(default_registry.get(obj.engine_id))
 
 
 @admin.register(Tenant)
@@ -68,16 +110,38 @@ class TenantAdmin(admin.ModelAdmin[Tenant]):
     ]
     list_filter = ["is_active"]
     search_fields = ["slug", "name"]
-    readonly_fields = ["catalog_version", "expose_link"]
-    inlines = [MembershipInline, ExposureInline]
+    readonly_fields = ["mcp_url", "catalog_version", "expose_link"]
+    inlines = [MembershipInline, ExposureInline, AuthorizationServerInline]
     actions = ["expose_all", "unexpose_all", "confirm_changed"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Tenant]:
         return super().get_queryset(request).annotate(_exposures=Count("exposures"))
 
+    def save_formset(
+        self, request: HttpRequest, form: Any, formset: Any, change: bool
+    ) -> None:
+        super().save_formset(request, form, formset, change)
+        changed = formset.new_objects or formset.changed_objects
+        if formset.model is AuthorizationServer and (
+            changed or formset.deleted_objects
+        ):
+            bookkeeping.access_changed(form.instance)
+
     @admin.display(description=_("exposures"), ordering="_exposures")
     def exposure_count(self, obj: Tenant) -> int:
         return int(getattr(obj, "_exposures", 0))
+
+    @admin.display(description=_("MCP URL"))
+    def mcp_url(self, obj: Tenant) -> str:
+        if obj.pk is None:
+            return "-"
+        return format_html(
+            '<input type="text" readonly class="vTextField" id="mcp-url" value="{}">'
+            ' <button type="button" class="button" onclick="{}">{}</button>',
+            canonical_url(obj),
+            COPY_SCRIPT,
+            _("Copy"),
+        )
 
     @admin.display(description=_("expose"))
     def expose_link(self, obj: Tenant) -> str:
@@ -89,7 +153,7 @@ class TenantAdmin(admin.ModelAdmin[Tenant]):
     @admin.action(description=_("Expose all installed engines"))
     def expose_all(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
         def run(tenant: Tenant) -> str:
-            created = bookkeeping.expose_all(tenant, by=request.user)
+            created = bookkeeping.expose_all(tenant, by=request.user, via="admin")
             return f"{tenant}: exposed {len(created)} new engine(s)."
 
         self._each(request, queryset, run)
@@ -97,7 +161,8 @@ class TenantAdmin(admin.ModelAdmin[Tenant]):
     @admin.action(description=_("Unexpose all"))
     def unexpose_all(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
         def run(tenant: Tenant) -> str:
-            return f"{tenant}: unexposed {bookkeeping.clear(tenant)} engine(s)."
+            removed = bookkeeping.clear(tenant, by=request.user, via="admin")
+            return f"{tenant}: unexposed {removed} engine(s)."
 
         self._each(request, queryset, run)
 
@@ -107,7 +172,7 @@ class TenantAdmin(admin.ModelAdmin[Tenant]):
             states = bookkeeping.states(tenant.exposures.all())
             changed = [state.exposure for state in states if state.changed]
             for exposure in changed:
-                bookkeeping.confirm(exposure)
+                bookkeeping.confirm(exposure, by=request.user, via="admin")
             return f"{tenant}: re-confirmed {len(changed)} exposure(s)."
 
         self._each(request, queryset, run)

@@ -1,4 +1,7 @@
-"""The official MCP conformance suite against the gateway under gunicorn.
+"""The official MCP conformance suite against the gateway, twice.
+
+Under gunicorn (WSGI: JSON answers) and under uvicorn (ASGI: progress and
+log lines stream over SSE), each with its own expected-failures file.
 
 Its runner sends no Authorization header, so the server runs in the
 development mode without authentication, on loopback only.
@@ -25,7 +28,13 @@ def conformance_tenant(server: Server) -> Tenant:
     return tenant
 
 
-@pytest.mark.parametrize("server", ["gunicorn"], indirect=True)
+EXPECTED_FAILURES = {
+    "gunicorn": "conformance-expected-failures.yml",
+    "uvicorn": "conformance-expected-failures-asgi.yml",
+}
+
+
+@pytest.mark.parametrize("server", ["gunicorn", "uvicorn"], indirect=True)
 def test_the_conformance_suite_passes_with_the_expected_failures(
     server, conformance_tenant, tmp_path
 ):
@@ -40,7 +49,7 @@ def test_the_conformance_suite_passes_with_the_expected_failures(
             "--suite",
             "all",
             "--expected-failures",
-            str(CLIENTS / "conformance-expected-failures.yml"),
+            str(CLIENTS / EXPECTED_FAILURES[server.kind]),
             "-o",
             str(tmp_path),
         ],

@@ -75,9 +75,11 @@ def command(kind: str, port: int) -> list[str]:
 
 
 @contextmanager
-def running(kind: str, db_url: str, tmp: Path, **env: str) -> Iterator[Server]:
+def running(
+    kind: str, db_url: str, tmp: Path, *, port: int | None = None, **env: str
+) -> Iterator[Server]:
     """Run one server until the block ends; wait until it accepts."""
-    port = free_port()
+    port = port or free_port()
     server = Server(kind, "127.0.0.1", port, tmp / f"{kind}-probe.log")
     environ = {
         **os.environ,
@@ -91,7 +93,7 @@ def running(kind: str, db_url: str, tmp: Path, **env: str) -> Iterator[Server]:
         command(kind, port), cwd=ROOT, env=environ, stdout=log, stderr=log
     )
     try:
-        _wait(port, process)
+        wait_for_port(port, process)
         yield server
     finally:
         process.terminate()
@@ -99,14 +101,23 @@ def running(kind: str, db_url: str, tmp: Path, **env: str) -> Iterator[Server]:
         log.close()
 
 
-def _wait(port: int, process: subprocess.Popen[bytes]) -> None:
+def wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"server exited with {process.returncode}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
+                return _warm_up(port)
         except OSError:
             time.sleep(0.1)
     raise RuntimeError("server did not start")
+
+
+def _warm_up(port: int) -> None:
+    """Send one request, so a test's first request pays no cold imports."""
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+        sock.sendall(b"GET /t/warm-up/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        sock.sendall(b"Connection: close\r\n\r\n")
+        while sock.recv(65536):
+            pass

@@ -354,7 +354,7 @@ def test_an_async_engine_past_its_deadline_is_stopped():
 
     result = arun(sleepy, {}, seconds=0.05)
 
-    assert payload(result)["code"] == "DEADLINE_EXCEEDED"
+    assert payload(result)["code"] == "TIMEOUT"
 
 
 def test_engine_error_from_an_async_engine():

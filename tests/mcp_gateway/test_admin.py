@@ -299,7 +299,9 @@ def test_stale_and_changed_exposures_are_flagged_and_filtered(
     }
 
 
-def test_exposure_page_is_read_only_and_shows_the_status(admin_client, admin_tenant):
+def test_exposure_page_shows_the_status_and_edits_only_groups(
+    admin_client, admin_tenant
+):
     exposure = Exposure.objects.create(
         tenant=admin_tenant, engine_id="gone.engine", tool_name="gone_engine"
     )
@@ -308,7 +310,7 @@ def test_exposure_page_is_read_only_and_shows_the_status(admin_client, admin_ten
 
     assert response.status_code == 200
     assert "stale (engine not installed)" in response.content.decode()
-    assert response.context["has_change_permission"] is False
+    assert list(response.context["adminform"].form.fields) == ["groups"]
 
 
 def test_confirm_selected_action_reconfirms_changed_exposures(

@@ -123,7 +123,7 @@ def test_initialize_answers_a_supported_requested_version(proto_tenant, requeste
     result = result_of(outcome)
     assert result["protocolVersion"] == requested
     assert result["serverInfo"]["name"] == "django-mcp-gateway"
-    assert set(result["capabilities"]) == {"tools"}
+    assert set(result["capabilities"]) == {"tools", "logging"}
     assert "Mcp-Session-Id" not in outcome.headers
 
 
@@ -244,7 +244,6 @@ COMPLETE = {
         ("resources/list", {}),
         ("prompts/list", {}),
         ("completion/complete", COMPLETE),
-        ("logging/setLevel", {"level": "info"}),
         ("no/such", {}),
     ],
 )
@@ -255,6 +254,15 @@ def test_unserved_methods_are_method_not_found_with_http_200(
 
     assert outcome.status == 200
     assert error_of(outcome)["code"] == -32601
+
+
+def test_logging_set_level_is_accepted_and_forgotten_on_the_2025_wires(
+    proto_tenant,
+):
+    outcome = legacy(proto_tenant, "logging/setLevel", {"level": "debug"})
+
+    assert outcome.status == 200
+    assert result_of(outcome) == {}
 
 
 def test_array_params_on_a_known_method_are_invalid_params(proto_tenant):

@@ -40,20 +40,29 @@ def rpc(client: Client, secret: str, method: str, params: dict[str, Any]) -> Any
     return response.json()
 
 
-CALL = ("tools/call", {"name": "demo_echo", "arguments": {"text": "hi"}})
-LIST = ("tools/list", {})
+CALL: tuple[str, dict[str, Any]] = (
+    "tools/call",
+    {"name": "demo_echo", "arguments": {"text": "hi"}},
+)
+LIST: tuple[str, dict[str, Any]] = ("tools/list", {})
 
 
-@pytest.mark.parametrize(("method", "params"), [CALL, LIST], ids=["call", "list"])
-def test_a_warm_request_costs_one_query(
-    client, used_token, django_assert_num_queries, method, params
+@pytest.mark.parametrize(
+    ("method", "params", "queries"),
+    [(*CALL, 2), (*LIST, 1)],
+    ids=["call-with-its-audit-insert", "list"],
+)
+def test_a_warm_request_costs_one_query_and_a_call_one_audit_insert(
+    client, used_token, django_assert_num_queries, method, params, queries
 ):
     rpc(client, used_token, method, params)  # warms the catalog
 
-    with django_assert_num_queries(1):
+    with django_assert_num_queries(queries) as captured:
         body = rpc(client, used_token, method, params)
 
     assert "result" in body
+    if queries == 2:
+        assert captured.captured_queries[1]["sql"].startswith("INSERT")
 
 
 def test_a_cold_catalog_costs_one_more_query(

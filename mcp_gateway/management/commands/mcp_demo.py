@@ -36,7 +36,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         tenant, _ = Tenant.objects.get_or_create(slug=SLUG, defaults={"name": NAME})
         with bookkeeping_errors():
-            bookkeeping.expose_all(tenant)
+            bookkeeping.expose_all(tenant, via="command")
         user, password = self.staff_user(reset=options["reset_password"])
         issued = tokens.issue(tenant, user, name="mcp_demo")
         base = (gateway_settings().PUBLIC_BASE_URL or DEFAULT_BASE_URL).rstrip("/")

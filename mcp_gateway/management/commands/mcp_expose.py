@@ -27,9 +27,9 @@ class Command(BaseCommand):
         tenant = get_tenant(slug)
         with bookkeeping_errors():
             if options["all"]:
-                created = bookkeeping.expose_all(tenant)
+                created = bookkeeping.expose_all(tenant, via="command")
             else:
-                created = bookkeeping.expose_many(tenant, engine_ids)
+                created = bookkeeping.expose_many(tenant, engine_ids, via="command")
         if options["all"] and not created:
             self.stdout.write(f"Every installed engine is already exposed to {slug!r}.")
             return

@@ -24,7 +24,7 @@ class Command(BaseCommand):
             raise CommandError("Give either ENGINE_ID ... or --all.")
         tenant = get_tenant(slug)
         if options["all"]:
-            removed = bookkeeping.clear(tenant)
+            removed = bookkeeping.clear(tenant, via="command")
         else:
             exposed = set(tenant.exposures.values_list("engine_id", flat=True))
             missing = [
@@ -34,5 +34,5 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"Not exposed to {slug!r}: {', '.join(missing)}; nothing removed."
                 )
-            removed = bookkeeping.unexpose_many(tenant, engine_ids)
+            removed = bookkeeping.unexpose_many(tenant, engine_ids, via="command")
         self.stdout.write(f"Unexposed {plural(removed, 'engine')} from {slug!r}.")

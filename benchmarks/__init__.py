@@ -1,0 +1,1 @@
+"""Side-by-side benchmark of the gateway, a bare-Django ceiling and peers."""

@@ -1,0 +1,1 @@
+"""The ceiling: bare Django answering JSON-RPC by hand, no MCP library."""

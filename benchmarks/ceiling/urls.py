@@ -1,0 +1,7 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from benchmarks.ceiling import views
+
+urlpatterns = [path("t/<slug:slug>/mcp", views.endpoint)]

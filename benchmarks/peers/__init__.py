@@ -1,0 +1,1 @@
+"""Peer MCP servers, each run from its own throwaway virtualenv."""

@@ -1,0 +1,36 @@
+"""What the Django peers share: the database from ``DATABASE_URL``."""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlsplit
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+
+def database() -> dict[str, object]:
+    """A Django DATABASES entry for ``sqlite:///path`` or ``postgres://…``."""
+    url = urlsplit(os.environ.get("DATABASE_URL", "sqlite:///:memory:"))
+    # The same persistent connections the gateway gets from its URL.
+    if url.scheme == "sqlite":
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": url.path[1:],
+            "CONN_MAX_AGE": 600,
+        }
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": url.path.lstrip("/"),
+        "USER": url.username or "postgres",
+        "HOST": url.hostname or "127.0.0.1",
+        "PORT": url.port or 5432,
+        "CONN_MAX_AGE": 600,
+    }

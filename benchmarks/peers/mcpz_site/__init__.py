@@ -1,0 +1,1 @@
+"""django-mcpz serving the benchmark tools, bearer tokens from its database."""

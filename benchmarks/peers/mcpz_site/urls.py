@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from django.http import HttpRequest
+from django.urls import path
+from django_mcpz.bearer_tokens.auth import token_auth
+from django_mcpz.server import MCPServer
+
+from benchmarks import toolset
+
+
+class EchoParams(msgspec.Struct):
+    text: str
+
+
+def echo(request: HttpRequest, params: EchoParams) -> dict[str, Any]:
+    return {"text": params.text}
+
+
+def generated(request: HttpRequest, params: EchoParams) -> dict[str, Any]:
+    return {"text": params.text}
+
+
+def _server(slug: str) -> MCPServer:
+    server = MCPServer(name="bench", version="1.0.0", auth=token_auth)
+    for name in toolset.tool_names(slug):
+        info = toolset.definition(name)
+        function = echo if name == toolset.ECHO_NAME else generated
+        server.tool(
+            name=name,
+            title=info["title"],
+            description=info["description"],
+            input_schema=EchoParams,
+        )(function)
+    return server
+
+
+urlpatterns = [
+    path(f"t/{slug}/mcp", _server(slug), name=f"mcp-{slug}") for slug in toolset.MOUNTS
+]

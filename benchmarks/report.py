@@ -1,0 +1,152 @@
+"""Aggregate repeated measurements into one table and check the targets."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from benchmarks.load import Result
+
+NO_DB = "-"
+
+
+@dataclass(frozen=True)
+class Key:
+    row: str
+    database: str
+    scenario: str
+
+
+@dataclass
+class Cell:
+    results: list[Result]
+    rss_kib: int | None = None
+    unavailable: str | None = None
+
+    @property
+    def rps(self) -> float:
+        return statistics.median(r.rps for r in self.results) if self.results else 0.0
+
+    def latency(self, which: str) -> float:
+        return float(statistics.median(getattr(r, which) for r in self.results))
+
+    @property
+    def errors(self) -> int:
+        return sum(r.errors for r in self.results)
+
+
+Table = dict[Key, Cell]
+
+
+def ceiling_rps(table: Table, scenario: str) -> float | None:
+    cell = table.get(Key("ceiling", NO_DB, scenario))
+    return cell.rps if cell and cell.results else None
+
+
+def render(table: Table, rows: Sequence[str], scenarios: Sequence[str]) -> str:
+    """A Markdown table: one line per (scenario, server, database)."""
+    lines = [
+        "| scenario | server | db | req/s | p50 ms | p99 ms | errors "
+        "| x ceiling | worker RSS MiB |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for scenario in scenarios:
+        for key in _keys(table, rows, scenario):
+            lines.append(_line(table, key))
+    return "\n".join(lines)
+
+
+def _keys(table: Table, rows: Sequence[str], scenario: str) -> Iterable[Key]:
+    order = {name: index for index, name in enumerate(rows)}
+    keys = [key for key in table if key.scenario == scenario]
+    return sorted(keys, key=lambda k: (order.get(k.row, 99), k.database))
+
+
+def _line(table: Table, key: Key) -> str:
+    cell = table[key]
+    scenario = key.scenario.split("@")[0]
+    if cell.unavailable or not cell.results:
+        reason = (cell.unavailable or "no result").replace("|", "/")[:160]
+        return (
+            f"| {key.scenario} | {key.row} | {key.database} | unavailable: {reason} |"
+        )
+    if cell.rps == 0:
+        return f"| {key.scenario} | {key.row} | {key.database} | no request completed |"
+    ceiling = ceiling_rps(table, scenario)
+    ratio = f"{cell.rps / ceiling:.2f}" if ceiling else "-"
+    rss = f"{cell.rss_kib / 1024:.0f}" if cell.rss_kib else "-"
+    return (
+        f"| {key.scenario} | {key.row} | {key.database} | {cell.rps:,.0f} "
+        f"| {cell.latency('p50_ms'):.2f} | {cell.latency('p99_ms'):.2f} "
+        f"| {cell.errors} | {ratio} | {rss} |"
+    )
+
+
+# -- Targets ------------------------------------------------------------------
+
+GATEWAY = "gateway-gunicorn"
+PG = "postgres"
+
+
+def targets(table: Table) -> list[str]:
+    """Each target of the issue: met, not met, or not measured."""
+    out = []
+    for scenario in ("call-c16", "list10"):
+        gw = _rps(table, Key(GATEWAY, PG, scenario))
+        out.append(
+            _check(
+                f"{scenario}: gateway ≥ 1.0x django-mcpz (PG, tokens on)",
+                gw,
+                _rps(table, Key("django-mcpz", PG, scenario)),
+                1.0,
+            )
+        )
+        out.append(
+            _check(
+                f"{scenario}: gateway ≥ 0.75x ceiling (PG)",
+                gw,
+                ceiling_rps(table, scenario),
+                0.75,
+            )
+        )
+    out.append(
+        _check(
+            "list200: gateway ≥ 0.5x ceiling's list10 (PG)",
+            _rps(table, Key(GATEWAY, PG, "list200")),
+            ceiling_rps(table, "list10"),
+            0.5,
+        )
+    )
+    out.append(
+        _check(
+            "call-c16: 10,000 tenants within 10 % of 10 tenants (PG)",
+            _rps(table, Key(GATEWAY, "postgres-10k", "call-c16")),
+            _rps(table, Key(GATEWAY, PG, "call-c16")),
+            0.9,
+        )
+    )
+    errors = sum(
+        cell.errors for key, cell in table.items() if key.row.startswith("gateway")
+    )
+    out.append(
+        f"- gateway rows with 0 errors: {'met' if errors == 0 else 'NOT met'}"
+        f" ({errors} errors)"
+    )
+    return out
+
+
+def _rps(table: Table, key: Key) -> float | None:
+    cell = table.get(key)
+    return cell.rps if cell and cell.results else None
+
+
+def _check(label: str, value: float | None, base: float | None, ratio: float) -> str:
+    """``value >= ratio * base``; a ratio under 1 with "within" is two-sided."""
+    if value is None or not base:
+        return f"- {label}: not measured"
+    met = value >= ratio * base
+    if "within" in label:
+        met = abs(value / base - 1) <= 1 - ratio
+    verdict = "met" if met else "NOT met"
+    return f"- {label}: {verdict} ({value / base:.2f}x)"

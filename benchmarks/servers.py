@@ -1,0 +1,397 @@
+"""The benchmarked servers: how each is installed, set up, started, measured."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / "benchmarks" / ".work"
+PROJECT_BIN = Path(sys.executable).parent
+PG = "postgres://postgres@127.0.0.1:5432"
+WORKERS = "2"
+
+
+class Unavailable(Exception):
+    """A row cannot be installed, set up or started; the message says why."""
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    server: str  # "gunicorn" (sync workers) or "uvicorn"
+    app: str
+    settings: str | None = None
+    venv: str | None = None  # None: the project's own virtualenv
+    family: str = ""  # rows of one family share a database set-up
+    uses_db: bool = False
+
+
+ROWS = {
+    row.name: row
+    for row in (
+        Row(
+            "gateway-gunicorn",
+            "gunicorn",
+            "config.wsgi:application",
+            "config.settings",
+            family="gateway",
+            uses_db=True,
+        ),
+        Row(
+            "gateway-uvicorn",
+            "uvicorn",
+            "config.asgi:application",
+            "config.settings",
+            family="gateway",
+            uses_db=True,
+        ),
+        Row(
+            "ceiling",
+            "gunicorn",
+            "benchmarks.ceiling.wsgi:application",
+            "benchmarks.ceiling.settings",
+        ),
+        Row(
+            "django-mcpz",
+            "gunicorn",
+            "benchmarks.peers.mcpz_site.wsgi:application",
+            "benchmarks.peers.mcpz_site.settings",
+            venv="mcpz",
+            family="mcpz",
+            uses_db=True,
+        ),
+        Row("mcp-sdk", "uvicorn", "benchmarks.peers.sdk_app:app", venv="sdk"),
+        Row(
+            "django-mcp-server",
+            "gunicorn",
+            "benchmarks.peers.dms_site.wsgi:application",
+            "benchmarks.peers.dms_site.settings",
+            venv="dms",
+        ),
+    )
+}
+
+VENVS = {
+    "mcpz": [
+        "django-mcpz==1.2.0",
+        "Django==5.2.19",
+        "gunicorn==27.0.1",
+        "psycopg[binary]==3.3.9",
+    ],
+    "sdk": ["mcp==2.3.0", "uvicorn==0.54.0"],
+    # django-mcp-server imports FastMCP, which mcp 2.x renamed.
+    "dms": [
+        "django-mcp-server==0.5.7",
+        "mcp==1.30.0",
+        "Django==5.2.19",
+        "gunicorn==27.0.1",
+    ],
+}
+
+
+@dataclass(frozen=True)
+class Database:
+    """One database variant: its name, and filler tenants for the gateway."""
+
+    name: str
+    seed_tenants: int
+    seed_exposures: int = 100
+
+    def url(self, family: str) -> str:
+        if self.name == "sqlite":
+            return f"sqlite:///{WORK / f'{family}.sqlite3'}?conn_max_age=600"
+        suffix = self.name.replace("-", "_")
+        return f"{PG}/bench_{family}_{suffix}?conn_max_age=600"
+
+
+@dataclass
+class Prepared:
+    """Credentials per mount for a (family, database), or why not."""
+
+    tokens: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+
+
+# -- Installation -------------------------------------------------------------
+
+
+def bin_dir(row: Row) -> Path:
+    return PROJECT_BIN if row.venv is None else WORK / row.venv / "bin"
+
+
+def ensure_venv(name: str) -> None:
+    """Create the peer's throwaway virtualenv unless it is already there.
+
+    Raises:
+        Unavailable: the virtualenv or its packages cannot be installed.
+    """
+    home = WORK / name
+    marker = home / ".bench-requirements"
+    wanted = "\n".join(VENVS[name])
+    if marker.exists() and marker.read_text() == wanted:
+        return
+    print(f"[setup] installing {name}: {' '.join(VENVS[name])}", flush=True)
+    _run([sys.executable, "-m", "venv", "--clear", str(home)], "virtualenv")
+    _run([str(home / "bin" / "pip"), "install", "-q", *VENVS[name]], "pip install")
+    marker.write_text(wanted)
+
+
+def _run(command: list[str], what: str, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(  # noqa: S603 - our own fixed commands
+        command, capture_output=True, text=True, check=False, env=env
+    )
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise Unavailable(f"{what} failed: {' | '.join(tail)}")
+    return done.stdout
+
+
+# -- Databases and credentials ------------------------------------------------
+
+
+def fresh_database(url: str) -> None:
+    """Drop and create a PostgreSQL database, or delete a SQLite file."""
+    if url.startswith("sqlite:"):
+        Path(url.split("?")[0].removeprefix("sqlite:///")).unlink(missing_ok=True)
+        return
+    name = url.split("?")[0].rsplit("/", 1)[1]
+    import psycopg
+
+    with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def environment(row: Row, db_url: str | None, secret: str) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "SECRET_KEY": secret,
+        "DEBUG": "false",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "PYTHONPATH": str(ROOT),
+        "MCP_ENGINES": ",".join(
+            (
+                "engines_app.demo.basic.ENGINES",
+                "engines_app.demo.conformance.ENGINES",
+                "benchmarks.engines.ENGINES",
+            )
+        ),
+    }
+    if row.settings:
+        env["DJANGO_SETTINGS_MODULE"] = row.settings
+    if db_url and row.server == "uvicorn":
+        # Under ASGI each request's thread would keep its own connection
+        # until PostgreSQL runs out; Django advises none there.
+        db_url = db_url.replace("conn_max_age=600", "conn_max_age=0")
+    env["DATABASE_URL"] = db_url or f"sqlite:///{WORK / 'unused.sqlite3'}"
+    return env
+
+
+def prepare(row: Row, database: Database, secret: str) -> Prepared:
+    """Create the family's database for ``database`` and its tokens."""
+    url = database.url(row.family)
+    try:
+        fresh_database(url)
+        env = environment(row, url, secret)
+        if row.family == "gateway":
+            script = [str(ROOT / "benchmarks" / "gateway_setup.py")]
+            args = [str(database.seed_tenants), str(database.seed_exposures)]
+            started = time.monotonic()
+            out = _run([str(bin_dir(row) / "python"), *script, *args], "setup", env=env)
+            took = time.monotonic() - started
+            print(f"[setup] gateway {database.name}: {took:.1f}s", flush=True)
+            return Prepared(tokens=json.loads(out.strip().splitlines()[-1]))
+        module = "benchmarks.peers.mcpz_site.setup"
+        out = _run([str(bin_dir(row) / "python"), "-m", module], "setup", env=env)
+        token = out.strip().splitlines()[-1]
+        return Prepared(tokens=dict.fromkeys(("bench", "list10", "list200"), token))
+    except (Unavailable, OSError, ValueError) as exc:
+        return Prepared(error=str(exc))
+
+
+# -- Running ------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def command(row: Row, port: int) -> list[str]:
+    binary = str(bin_dir(row) / row.server)
+    if row.server == "gunicorn":
+        return [
+            binary,
+            row.app,
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            WORKERS,
+            "--worker-class",
+            "sync",
+            "--log-level",
+            "warning",
+        ]
+    return [
+        binary,
+        row.app,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        WORKERS,
+        "--log-level",
+        "warning",
+        "--no-access-log",
+    ]
+
+
+@dataclass(frozen=True)
+class Running:
+    row: Row
+    port: int
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def url(self, slug: str) -> str:
+        return f"http://127.0.0.1:{self.port}/t/{slug}/mcp"
+
+
+@contextmanager
+def running(row: Row, env: dict[str, str], tag: str) -> Iterator[Running]:
+    """Run one server in its own process group until the block ends.
+
+    Raises:
+        Unavailable: it exits or does not accept connections in 60 s.
+    """
+    port = free_port()
+    log = WORK / f"{row.name}-{tag}.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(  # noqa: S603 - our own fixed commands
+            command(row, port),
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+        )
+    server = Running(row, port, process, log)
+    try:
+        _wait_for_port(server)
+        yield server
+    finally:
+        _stop(process)
+
+
+def _wait_for_port(server: Running) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise Unavailable(
+                f"exited with {server.process.returncode}: {_tail(server)}"
+            )
+        try:
+            with socket.create_connection(("127.0.0.1", server.port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise Unavailable("did not accept connections within 60 s")
+
+
+def _tail(server: Running) -> str:
+    lines = server.log.read_text(errors="replace").strip().splitlines()
+    return " | ".join(lines[-2:])[:300]
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=5)
+
+
+def probe(server: Running, slug: str, body: bytes, headers: dict[str, str]) -> str:
+    """Send one request until the server answers it (workers may still boot).
+
+    Raises:
+        Unavailable: no valid JSON-RPC result within 60 s.
+    """
+    deadline = time.monotonic() + 60
+    problem = "no answer"
+    while time.monotonic() < deadline:
+        request = urllib.request.Request(  # noqa: S310 - loopback only
+            server.url(slug), data=body, headers=headers, method="POST"
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310
+                text = str(answer.read().decode("utf-8", "replace"))
+            if '"result"' in text and '"error":' not in text:
+                return text
+            problem = f"200 {text[:200]}"
+        except urllib.error.HTTPError as exc:
+            problem = f"{exc.code} {exc.read()[:200]!r}"
+        except OSError as exc:
+            problem = str(exc)
+        if server.process.poll() is not None:
+            break
+        time.sleep(0.5)
+    raise Unavailable(f"probe failed: {problem}")
+
+
+def worker_rss_kib(server: Running) -> int | None:
+    """Resident memory of the largest worker process under the server."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            parent = _ppid(entry)
+            if parent is not None:
+                children.setdefault(parent, []).append(int(entry.name))
+    leaves, todo = [], [server.process.pid]
+    while todo:
+        pid = todo.pop()
+        below = children.get(pid, [])
+        if not below and pid != server.process.pid:
+            leaves.append(pid)
+        todo.extend(below)
+    sizes = [size for pid in leaves if (size := _rss(pid, exclude="tracker"))]
+    return max(sizes, default=None)
+
+
+def _ppid(entry: Path) -> int | None:
+    try:
+        stat = (entry / "stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def _rss(pid: int, *, exclude: str) -> int | None:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    if exclude.encode() in cmdline:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return None

@@ -1,0 +1,1 @@
+"""The management REST API: staff automate tenants, exposures and tokens."""

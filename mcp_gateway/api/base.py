@@ -1,0 +1,83 @@
+"""What every API view shares: staff-only auth, paging, strict JSON, errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from django.db.models import Model
+from rest_framework import exceptions, pagination, parsers, permissions, viewsets
+from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
+from rest_framework.request import Request
+
+from mcp_gateway.api.errors import exception_handler
+from mcp_gateway.api.schema import GatewayAutoSchema
+
+_M = TypeVar("_M", bound=Model)
+
+
+class Pagination(pagination.PageNumberPagination):
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 200
+
+
+class StrictJSONParser(parsers.JSONParser):
+    """JSON whose strings every database can store: no NUL, no surrogates."""
+
+    def parse(
+        self,
+        stream: Any,
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:
+        data = super().parse(stream, media_type, parser_context)
+        if not storable(data):
+            raise exceptions.ParseError(
+                "JSON strings must not contain NUL characters or lone surrogates."
+            )
+        return data
+
+
+def storable(value: Any) -> bool:
+    """Tell whether every string in a JSON value can be stored as text."""
+    if isinstance(value, dict):
+        return all(storable(k) and storable(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(storable(item) for item in value)
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return "\x00" not in value
+    return True
+
+
+class StaffViewSet(viewsets.GenericViewSet[_M]):
+    """Staff only; DRF tokens for scripts, sessions (with CSRF) for browsers.
+
+    Token authentication comes first so that an anonymous request gets 401
+    with ``WWW-Authenticate: Token`` rather than 403.
+    """
+
+    authentication_classes = [TokenAuthentication, SessionAuthentication]
+    permission_classes = [permissions.IsAdminUser]
+    pagination_class = Pagination
+    parser_classes = [StrictJSONParser]
+    renderer_classes = [JSONRenderer, BrowsableAPIRenderer]
+    schema = GatewayAutoSchema()
+
+    def get_exception_handler(self) -> Callable[..., Any]:
+        return exception_handler
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        if any("\x00" in str(value) for value in self.kwargs.values()):
+            raise exceptions.NotFound()
+        for key, values in request.query_params.lists():
+            if "\x00" in key or any("\x00" in value for value in values):
+                raise exceptions.ValidationError(
+                    {key: ["NUL characters are not allowed."]}
+                )

@@ -1,0 +1,197 @@
+"""Serializers validate input and shape output; they never change state."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+from rest_framework import serializers
+
+from mcp_gateway import bookkeeping
+from mcp_gateway.conf import gateway_settings
+from mcp_gateway.forms import clean_origin
+from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
+from mcp_gateway.naming import tool_name
+from mcp_gateway.tokens import DEFAULT_SCOPES, KNOWN_SCOPES
+
+MAX_TOKEN_LIFETIME = 10 * 365 * 24 * 3600  # ten years, in seconds
+
+
+def mcp_url(tenant: Tenant) -> str:
+    """The canonical URL of the tenant's MCP mount."""
+    path = reverse("mcp_gateway:endpoint", kwargs={"slug": tenant.slug})
+    return gateway_settings().PUBLIC_BASE_URL.rstrip("/") + path
+
+
+class TenantSerializer(serializers.ModelSerializer[Tenant]):
+    allowed_origins = serializers.ListField(
+        child=serializers.CharField(max_length=300), required=False
+    )
+    engine_config = serializers.DictField(required=False)
+    mcp_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Tenant
+        fields = [
+            "slug",
+            "name",
+            "is_active",
+            "allowed_origins",
+            "engine_config",
+            "catalog_version",
+            "mcp_url",
+            "created_at",
+        ]
+        read_only_fields = ["catalog_version", "created_at"]
+
+    def get_mcp_url(self, obj: Tenant) -> str:
+        return mcp_url(obj)
+
+    def validate_allowed_origins(self, value: list[str]) -> list[str]:
+        return [clean_origin(origin) for origin in value]
+
+
+class MembershipSerializer(serializers.ModelSerializer[Membership]):
+    username = serializers.SlugRelatedField(
+        source="user",
+        slug_field="username",
+        queryset=get_user_model().objects.all(),
+    )
+
+    class Meta:
+        model = Membership
+        fields = ["username", "role", "created_at"]
+        read_only_fields = ["created_at"]
+
+
+class ExposureSerializer(serializers.ModelSerializer[Exposure]):
+    """``engine_id`` is the only input; the bookkeeping service judges it."""
+
+    engine_id = serializers.CharField(max_length=200)
+    status = serializers.SerializerMethodField(
+        help_text="live, stale (engine not installed) or changed (definition "
+        "differs from the one exposed)."
+    )
+    exposed_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+
+    class Meta:
+        model = Exposure
+        fields = [
+            "engine_id",
+            "tool_name",
+            "engine_version",
+            "status",
+            "exposed_by",
+            "created_at",
+        ]
+        read_only_fields = ["tool_name", "engine_version", "created_at"]
+
+    def get_status(self, obj: Exposure) -> str:
+        state = bookkeeping.states([obj])[0]
+        return "stale" if state.stale else "changed" if state.changed else "live"
+
+
+class ExposeAllSerializer(serializers.Serializer[Any]):
+    exposed = ExposureSerializer(many=True, read_only=True)
+
+
+class ApiTokenSerializer(serializers.ModelSerializer[ApiToken]):
+    username = serializers.SlugRelatedField(
+        source="user",
+        slug_field="username",
+        queryset=get_user_model().objects.all(),
+        required=False,
+        help_text="The token's user; the requesting staff user by default. "
+        "Becomes a member of the tenant.",
+    )
+    scopes = serializers.ListField(
+        child=serializers.ChoiceField(choices=sorted(KNOWN_SCOPES)),
+        default=list(DEFAULT_SCOPES),
+        allow_empty=False,
+    )
+    expires_in = serializers.IntegerField(
+        write_only=True,
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=MAX_TOKEN_LIFETIME,
+        help_text="Lifetime in seconds; none for a token that does not expire.",
+    )
+
+    class Meta:
+        model = ApiToken
+        fields = [
+            "prefix",
+            "name",
+            "username",
+            "scopes",
+            "expires_in",
+            "created_at",
+            "expires_at",
+            "revoked_at",
+            "last_used_at",
+        ]
+        read_only_fields = [
+            "prefix",
+            "created_at",
+            "expires_at",
+            "revoked_at",
+            "last_used_at",
+        ]
+
+
+class IssuedTokenSerializer(ApiTokenSerializer):
+    token = serializers.SerializerMethodField(
+        help_text="The whole token, shown only in this response."
+    )
+
+    class Meta(ApiTokenSerializer.Meta):
+        fields = [*ApiTokenSerializer.Meta.fields, "token"]
+
+    def get_token(self, obj: ApiToken) -> str:
+        return str(self.context["secret"])
+
+
+class HintsSerializer(serializers.Serializer[Any]):
+    # Shadows Field.read_only only on the class; DRF moves declared fields
+    # into ``_declared_fields``, so the attribute keeps its meaning.
+    read_only = serializers.BooleanField(allow_null=True)  # type: ignore[assignment]
+    destructive = serializers.BooleanField(allow_null=True)
+    idempotent = serializers.BooleanField(allow_null=True)
+    open_world = serializers.BooleanField(allow_null=True)
+
+
+class EngineSerializer(serializers.Serializer[Any]):
+    id = serializers.CharField()
+    tool_name = serializers.CharField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    version = serializers.CharField()
+    input_schema = serializers.DictField(allow_null=True)
+    output_schema = serializers.DictField(allow_null=True)
+    hints = HintsSerializer(allow_null=True)
+
+
+def hints_of(engine: Any) -> dict[str, Any] | None:
+    hints = getattr(engine, "hints", None)
+    if dataclasses.is_dataclass(hints) and not isinstance(hints, type):
+        return dataclasses.asdict(hints)
+    return None
+
+
+def describe(engine: Any) -> dict[str, Any]:
+    """An installed engine as ``EngineSerializer`` shows it."""
+    return {
+        "id": engine.id,
+        "tool_name": tool_name(engine.id),
+        "name": engine.name,
+        "description": engine.description,
+        "version": engine.version,
+        "input_schema": getattr(engine, "input_schema", None),
+        "output_schema": getattr(engine, "output_schema", None),
+        "hints": hints_of(engine),
+    }

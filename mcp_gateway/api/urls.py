@@ -1,0 +1,119 @@
+"""The API's routes; sites include this under ``api/``.
+
+Engine ids contain dots and colons (``demo.echo``, ``demo:echo``), so the
+``engine`` converter takes any text up to the next slash.
+"""
+
+from __future__ import annotations
+
+from django.urls import path, re_path, register_converter
+from drf_spectacular.renderers import (
+    OpenApiJsonRenderer,
+    OpenApiJsonRenderer2,
+    OpenApiYamlRenderer,
+    OpenApiYamlRenderer2,
+)
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from mcp_gateway.api import views
+from mcp_gateway.api.base import StaffViewSet
+
+
+class SegmentConverter:
+    """Any text up to the next slash: engine ids, usernames, prefixes."""
+
+    regex = "[^/]+"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+class TenantConverter(SegmentConverter):
+    """A tenant slug; unlike Django's ``slug`` it shows in the schema."""
+
+    regex = "[-a-zA-Z0-9_]+"
+
+
+register_converter(SegmentConverter, "segment")
+register_converter(TenantConverter, "tenant")
+
+app_name = "mcp_gateway_api"
+
+TENANT = "tenants/<tenant:slug>/"
+
+
+class SchemaView(SpectacularAPIView):
+    """The schema, JSON unless YAML is asked for (``?format=yaml``)."""
+
+    renderer_classes = [
+        OpenApiJsonRenderer,
+        OpenApiJsonRenderer2,
+        OpenApiYamlRenderer,
+        OpenApiYamlRenderer2,
+    ]
+    authentication_classes = StaffViewSet.authentication_classes
+    permission_classes = StaffViewSet.permission_classes
+    get_exception_handler = StaffViewSet.get_exception_handler
+
+
+class DocsView(SpectacularSwaggerView):
+    authentication_classes = StaffViewSet.authentication_classes
+    permission_classes = StaffViewSet.permission_classes
+    get_exception_handler = StaffViewSet.get_exception_handler
+
+
+urlpatterns = [
+    path("schema/", SchemaView.as_view(), name="schema"),
+    path("docs/", DocsView.as_view(url_name="mcp_gateway_api:schema"), name="docs"),
+    path("engines/", views.EngineViewSet.as_view({"get": "list"}), name="engines"),
+    path(
+        "tenants/",
+        views.TenantViewSet.as_view({"get": "list", "post": "create"}),
+        name="tenants",
+    ),
+    path(
+        TENANT,
+        views.TenantViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
+        name="tenant",
+    ),
+    path(
+        f"{TENANT}members/",
+        views.MembershipViewSet.as_view({"get": "list", "post": "create"}),
+        name="members",
+    ),
+    path(
+        f"{TENANT}members/<segment:username>/",
+        views.MembershipViewSet.as_view({"delete": "destroy"}),
+        name="member",
+    ),
+    path(
+        f"{TENANT}exposures/",
+        views.ExposureViewSet.as_view({"get": "list", "post": "create"}),
+        name="exposures",
+    ),
+    path(
+        f"{TENANT}exposures/expose-all/",
+        views.ExposureViewSet.as_view({"post": "expose_all"}),
+        name="expose-all",
+    ),
+    path(
+        f"{TENANT}exposures/<segment:engine_id>/",
+        views.ExposureViewSet.as_view({"get": "retrieve", "delete": "destroy"}),
+        name="exposure",
+    ),
+    path(
+        f"{TENANT}tokens/",
+        views.ApiTokenViewSet.as_view({"get": "list", "post": "create"}),
+        name="tokens",
+    ),
+    path(
+        f"{TENANT}tokens/<segment:prefix>/",
+        views.ApiTokenViewSet.as_view({"delete": "destroy"}),
+        name="token",
+    ),
+    # Anything else under api/ that ends with a slash: the JSON 404.
+    re_path(r"^.*/$", views.not_found),
+]

@@ -1,0 +1,190 @@
+"""Viewsets scope rows to a tenant; bookkeeping and tokens change them."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any, cast
+
+from django.contrib.auth.models import User
+from django.db.models import QuerySet
+from django.http import HttpRequest, JsonResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status
+from rest_framework.filters import SearchFilter
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
+
+from engines_app.registry import default_registry
+from mcp_gateway import bookkeeping, tokens
+from mcp_gateway.api import serializers
+from mcp_gateway.api.base import StaffViewSet
+from mcp_gateway.api.filters import BooleanFilter
+from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
+
+
+class TenantViewSet(
+    mixins.ListModelMixin,
+    mixins.CreateModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.UpdateModelMixin,
+    StaffViewSet[Tenant],
+):
+    """Tenants by slug; ``PATCH {"is_active": false}`` disables one."""
+
+    queryset = Tenant.objects.all()
+    serializer_class = serializers.TenantSerializer
+    lookup_field = "slug"
+    filter_backends = [SearchFilter, BooleanFilter]
+    search_fields = ["slug", "name"]
+    boolean_filter_fields = ["is_active"]
+
+
+class TenantScopedViewSet(StaffViewSet[Any]):
+    """Rows of the tenant named by the URL; an unknown tenant is 404."""
+
+    @cached_property
+    def tenant(self) -> Tenant:
+        return get_object_or_404(Tenant, slug=self.kwargs["slug"])
+
+
+class MembershipViewSet(
+    mixins.ListModelMixin, mixins.DestroyModelMixin, TenantScopedViewSet
+):
+    """Members and their roles; POST adds a member or changes the role."""
+
+    serializer_class = serializers.MembershipSerializer
+    lookup_field = "user__username"
+    lookup_url_kwarg = "username"
+    filter_backends = [SearchFilter]
+    search_fields = ["user__username", "user__email"]
+
+    def get_queryset(self) -> QuerySet[Membership]:
+        return self.tenant.memberships.select_related("user")
+
+    @extend_schema(
+        responses={
+            201: serializers.MembershipSerializer,
+            200: serializers.MembershipSerializer,
+        }
+    )
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        membership, created = Membership.objects.update_or_create(
+            tenant=self.tenant,
+            user=serializer.validated_data["user"],
+            defaults={"role": serializer.validated_data.get("role", "member")},
+        )
+        status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response(self.get_serializer(membership).data, status=status_code)
+
+
+class ExposureViewSet(
+    mixins.ListModelMixin,
+    mixins.CreateModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.DestroyModelMixin,
+    TenantScopedViewSet,
+):
+    """POST exposes an engine, DELETE unexposes it: both via bookkeeping."""
+
+    serializer_class = serializers.ExposureSerializer
+    lookup_field = "engine_id"
+    filter_backends = [SearchFilter]
+    search_fields = ["engine_id", "tool_name"]
+    # "expose-all" is the action's path, so an engine with that id is 405.
+    error_statuses = {
+        "create": ("409",),
+        "expose_all": ("409",),
+        "retrieve": ("405",),
+        "destroy": ("405",),
+    }
+
+    def get_queryset(self) -> QuerySet[Exposure]:
+        return self.tenant.exposures.select_related("exposed_by")
+
+    def perform_create(self, serializer: BaseSerializer[Exposure]) -> None:
+        engine_id = serializer.validated_data["engine_id"]
+        user = self.request.user
+        serializer.instance = bookkeeping.expose(self.tenant, engine_id, by=user)
+
+    def perform_destroy(self, instance: Exposure) -> None:
+        bookkeeping.unexpose(self.tenant, instance.engine_id)
+
+    @extend_schema(request=None, responses={200: serializers.ExposeAllSerializer})
+    def expose_all(self, request: Request, slug: str) -> Response:
+        """Expose every installed engine not exposed yet; idempotent."""
+        created = bookkeeping.expose_all(self.tenant, by=request.user)
+        exposed = serializers.ExposureSerializer(created, many=True).data
+        return Response({"exposed": exposed})
+
+
+class ApiTokenViewSet(
+    mixins.ListModelMixin, mixins.CreateModelMixin, TenantScopedViewSet
+):
+    """Tenant API tokens: POST returns the secret once, DELETE revokes."""
+
+    serializer_class = serializers.ApiTokenSerializer
+    lookup_field = "prefix"
+    filter_backends = [SearchFilter]
+    search_fields = ["prefix", "name", "user__username"]
+
+    def get_queryset(self) -> QuerySet[ApiToken]:
+        return self.tenant.tokens.select_related("user")
+
+    @extend_schema(responses={201: serializers.IssuedTokenSerializer})
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        issued = tokens.issue(
+            self.tenant,
+            data.get("user") or cast("User", request.user),
+            scopes=data["scopes"],
+            expires_in=data.get("expires_in"),
+            name=data.get("name", ""),
+        )
+        shown = serializers.IssuedTokenSerializer(
+            issued.token, context={"secret": issued.secret}
+        )
+        return Response(shown.data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={204: None})
+    def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Revoke the token; revoking a revoked token changes nothing."""
+        tokens.revoke(self.get_object().prefix)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class EngineViewSet(mixins.ListModelMixin, StaffViewSet[Any]):
+    """Installed engines, whether exposed anywhere or not."""
+
+    serializer_class = serializers.EngineSerializer
+    filter_backends: list[Any] = []
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "search", str, description="Part of the id, name or description."
+            )
+        ]
+    )
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        engines = [serializers.describe(engine) for engine in default_registry]
+        term = request.query_params.get("search", "").lower()
+        if term:
+            engines = [e for e in engines if _matches(e, term)]
+        page = self.paginate_queryset(engines)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+def _matches(engine: dict[str, Any], term: str) -> bool:
+    fields = (engine["id"], engine["name"], engine["description"])
+    return any(term in field.lower() for field in fields)
+
+
+def not_found(request: HttpRequest) -> JsonResponse:
+    """The API's 404 for paths no route matches, in the one error shape."""
+    return JsonResponse({"code": "not_found", "detail": "Not found."}, status=404)

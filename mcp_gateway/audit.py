@@ -1,0 +1,97 @@
+"""The audit log: write tool calls and exposure changes, prune old rows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import timedelta
+from typing import Any, cast
+
+from asgiref.sync import sync_to_async
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
+from django.utils import timezone
+
+from engines_app.context import Principal
+from mcp_gateway.audit_models import ExposureEvent, ToolCall
+from mcp_gateway.callrecord import CallRecord, storable
+from mcp_gateway.models import Tenant
+
+REDACTED = "[redacted]"
+
+
+def record_call(record: CallRecord, tenant: Tenant, principal: Principal) -> None:
+    """Write one row for a call that reached dispatch: exactly one INSERT."""
+    if record.outcome is None:
+        return
+    ToolCall.objects.create(
+        tenant=tenant,
+        tenant_slug=tenant.slug,
+        user=(principal.user or "")[:150],
+        token_prefix=(principal.token or "")[:16],
+        tool_name=record.tool_name,
+        engine_id=record.engine_id,
+        engine_version=record.engine_version[:64],
+        outcome=record.outcome,
+        duration_ms=record.duration_ms,
+        request_id=record.request_id,
+        protocol_version=record.protocol_version,
+        arguments=record.arguments,
+    )
+
+
+async def arecord_call(
+    record: CallRecord, tenant: Tenant, principal: Principal
+) -> None:
+    await sync_to_async(record_call)(record, tenant, principal)
+
+
+def arguments_to_keep(tenant: Tenant, arguments: Mapping[str, Any]) -> Any:
+    """The arguments as the tenant's switch allows storing them, or ``None``."""
+    if not tenant.audit_arguments:
+        return None
+    keys = tenant.audit_redacted_keys
+    names = {str(key).lower() for key in keys} if isinstance(keys, list) else set()
+    return redact(arguments, frozenset(names))
+
+
+def redact(value: Any, keys: frozenset[str]) -> Any:
+    """Replace the value of every key in ``keys`` (any case, any depth)."""
+    if isinstance(value, Mapping):
+        return {
+            storable(str(key)): REDACTED
+            if str(key).lower() in keys
+            else redact(item, keys)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact(item, keys) for item in value]
+    return storable(value) if isinstance(value, str) else value
+
+
+def record_change(
+    tenant: Tenant,
+    action: str,
+    engine_ids: Iterable[str],
+    *,
+    by: AbstractBaseUser | AnonymousUser | None,
+    via: str,
+) -> ExposureEvent:
+    """Write one exposure change; call it inside the change's transaction."""
+    actor = cast("User", by) if by is not None and by.is_authenticated else None
+    return ExposureEvent.objects.create(
+        tenant=tenant,
+        tenant_slug=tenant.slug,
+        action=action,
+        engine_ids=sorted(engine_ids),
+        catalog_version=tenant.catalog_version,
+        actor=actor,
+        actor_name=actor.get_username()[:150] if actor is not None else "",
+        via=via,
+    )
+
+
+def prune(older_than_days: int) -> tuple[int, int]:
+    """Delete calls and changes older than the given number of days."""
+    cutoff = timezone.now() - timedelta(days=older_than_days)
+    calls, _ = ToolCall.objects.filter(created_at__lt=cutoff).delete()
+    changes, _ = ExposureEvent.objects.filter(created_at__lt=cutoff).delete()
+    return calls, changes

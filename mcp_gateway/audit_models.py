@@ -1,0 +1,110 @@
+"""Audit models: one row per tool call that reached dispatch, one per change.
+
+Rows keep plain text copies (tenant slug, user name, token prefix) besides
+the foreign keys, so deleting a tenant or a user never rewrites history.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+
+class Outcome(models.TextChoices):
+    OK = "ok", _("ok")
+    TOOL_ERROR = "tool_error", _("tool error")
+    INVALID = "invalid", _("invalid request (unknown tool, bad params)")
+    FAILED = "failed", _("failed")
+    DENIED = "denied", _("denied")
+    TIMEOUT = "timeout", _("timeout")
+    RATE_LIMITED = "rate_limited", _("rate limited")
+    CANCELLED = "cancelled", _("cancelled")
+
+
+class ToolCall(models.Model):
+    """A ``tools/call`` that reached dispatch, whatever became of it."""
+
+    tenant = models.ForeignKey(
+        "mcp_gateway.Tenant",
+        on_delete=models.SET_NULL,
+        null=True,
+        related_name="+",
+        verbose_name=_("tenant"),
+    )
+    tenant_slug = models.CharField(_("tenant slug"), max_length=64)
+    user = models.CharField(_("user"), max_length=150, blank=True)
+    token_prefix = models.CharField(_("token prefix"), max_length=16, blank=True)
+    tool_name = models.CharField(_("tool name"), max_length=200, blank=True)
+    engine_id = models.CharField(_("engine"), max_length=200, blank=True)
+    engine_version = models.CharField(_("engine version"), max_length=64, blank=True)
+    outcome = models.CharField(_("outcome"), max_length=16, choices=Outcome)
+    duration_ms = models.PositiveIntegerField(_("duration (ms)"), default=0)
+    request_id = models.CharField(_("JSON-RPC id"), max_length=200, blank=True)
+    protocol_version = models.CharField(
+        _("protocol version"), max_length=16, blank=True
+    )
+    arguments = models.JSONField(_("arguments"), null=True, blank=True)
+    created_at = models.DateTimeField(_("time"), default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        verbose_name = _("tool call")
+        verbose_name_plural = _("tool calls")
+        indexes = [
+            models.Index(
+                fields=["tenant", "created_at"], name="mcp_gateway_call_tenant_time"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_slug}:{self.tool_name} {self.outcome}"
+
+
+class ExposureEvent(models.Model):
+    """Who changed which exposures of a tenant, when, and through what."""
+
+    class Action(models.TextChoices):
+        EXPOSE = "expose", _("expose")
+        EXPOSE_ALL = "expose_all", _("expose all")
+        UNEXPOSE = "unexpose", _("unexpose")
+        CLEAR = "clear", _("clear")
+        CONFIRM = "confirm", _("confirm")
+
+    class Via(models.TextChoices):
+        ADMIN = "admin", _("admin")
+        API = "api", _("REST API")
+        COMMAND = "command", _("management command")
+        CODE = "code", _("code")
+
+    tenant = models.ForeignKey(
+        "mcp_gateway.Tenant",
+        on_delete=models.SET_NULL,
+        null=True,
+        related_name="+",
+        verbose_name=_("tenant"),
+    )
+    tenant_slug = models.CharField(_("tenant slug"), max_length=64)
+    action = models.CharField(_("action"), max_length=16, choices=Action)
+    engine_ids = models.JSONField(_("engines"), default=list)
+    catalog_version = models.PositiveBigIntegerField(_("catalog version"))
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("by"),
+    )
+    actor_name = models.CharField(_("by (name)"), max_length=150, blank=True)
+    via = models.CharField(_("via"), max_length=16, choices=Via, default=Via.CODE)
+    created_at = models.DateTimeField(_("time"), default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        verbose_name = _("exposure change")
+        verbose_name_plural = _("exposure changes")
+
+    def __str__(self) -> str:
+        return f"{self.tenant_slug}: {self.action} {', '.join(self.engine_ids)}"

@@ -1,0 +1,162 @@
+"""The MCP endpoint under ASGI: the same checks, then JSON or an SSE stream.
+
+A whole ``async def`` view. The boundary checks and authentication are the
+sync view's own (``views._admit``), run in the request's thread-sensitive
+thread as one ``sync_to_async`` call, as are the catalog read and sync
+engines; nothing here touches the ORM on the event loop.
+
+A ``tools/call`` whose client accepts ``text/event-stream`` runs as a task
+whose engine reports progress and log lines into a :class:`Channel`. If the
+call finishes before anything was reported, the answer is plain JSON with
+its usual status; once a notification arrives, or the call has been quiet
+for ``SSE_KEEPALIVE_SECONDS``, the answer commits to an SSE stream: the
+notifications, keep-alive comments during quiet periods, the result, end.
+When the client goes away, Django cancels the view or the stream, and the
+call is cancelled with it (a sync engine sees ``context.signal`` cancelled);
+nothing more is sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable
+
+from asgiref.sync import sync_to_async
+from django.db import DatabaseError
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    JsonResponse,
+    StreamingHttpResponse,
+)
+from django.views.decorators.csrf import csrf_exempt
+
+from mcp_gateway import audit, boundary, jsonrpc, sse
+from mcp_gateway.conf import gateway_settings
+from mcp_gateway.protocol import CallScope, Outcome, ahandle
+from mcp_gateway.streaming import Channel
+from mcp_gateway.views import _admit, call_scope
+
+logger = logging.getLogger("mcp_gateway")
+
+Admitted = tuple[CallScope, jsonrpc.Message]
+
+
+@csrf_exempt  # bearer tokens only: no cookie ever authenticates this view
+async def aendpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
+    try:
+        admitted = await sync_to_async(_admit_and_scope)(request, slug)
+    except DatabaseError:
+        logger.exception("Database unavailable while serving tenant %r", slug)
+        return boundary.error(503, jsonrpc.SERVER_ERROR, "Service unavailable.")
+    if isinstance(admitted, HttpResponse):
+        return admitted
+    scope, message = admitted
+    if _streamable(request, message):
+        return await _answer_streaming(scope, message)
+    try:
+        return json_response(await audited(ahandle(message.payload, scope), scope))
+    except DatabaseError:
+        logger.exception("Database unavailable while serving tenant %r", slug)
+        return boundary.error(
+            503, jsonrpc.SERVER_ERROR, "Service unavailable.", message.id
+        )
+
+
+async def audited(answer: Awaitable[Outcome], scope: CallScope) -> Outcome:
+    """Await the answer, then write the call's audit row (also if cancelled)."""
+    try:
+        return await answer
+    finally:
+        if scope.record is not None:
+            await audit.arecord_call(scope.record, scope.tenant, scope.principal)
+
+
+def _admit_and_scope(request: HttpRequest, slug: str) -> Admitted | HttpResponse:
+    request.get_host()  # DisallowedHost -> 400 before anything else
+    admitted = _admit(request, slug)
+    if isinstance(admitted, HttpResponse):
+        return admitted
+    tenant, principal, message = admitted
+    try:
+        scope = call_scope(request, tenant, principal, message)
+    except DatabaseError:
+        logger.exception("Database unavailable while serving tenant %r", slug)
+        return boundary.error(
+            503, jsonrpc.SERVER_ERROR, "Service unavailable.", message.id
+        )
+    return scope if isinstance(scope, HttpResponse) else (scope, message)
+
+
+def _streamable(request: HttpRequest, message: jsonrpc.Message) -> bool:
+    return message.payload["method"] == "tools/call" and sse.accepts_event_stream(
+        request.headers.get("Accept", "")
+    )
+
+
+async def _answer_streaming(
+    scope: CallScope, message: jsonrpc.Message
+) -> HttpResponseBase:
+    channel = Channel(message.payload.get("params"), scope.headers)
+    scope = CallScope(
+        scope.tenant,
+        scope.catalog,
+        scope.principal,
+        scope.headers,
+        progress_sink=channel.progress,
+        log_sink=channel.log,
+        record=scope.record,
+    )
+    call = asyncio.ensure_future(audited(ahandle(message.payload, scope), scope))
+    call.add_done_callback(channel.wake)
+    try:
+        await channel.wait(_keepalive_seconds())
+    except asyncio.CancelledError:
+        await _cancel(call, channel)
+        raise
+    if call.done() and not channel.pending:
+        return json_response(call.result())
+    return StreamingHttpResponse(_events(call, channel), headers=sse.HEADERS)
+
+
+async def _events(
+    call: asyncio.Future[Outcome], channel: Channel
+) -> AsyncIterator[bytes]:
+    try:
+        while not call.done():
+            for notification in channel.drain():
+                yield sse.event(notification)
+            if not await channel.wait(_keepalive_seconds()):
+                yield sse.KEEPALIVE
+        for notification in channel.drain():
+            yield sse.event(notification)
+        outcome = call.result()
+        if outcome.body is not None:
+            yield sse.event(outcome.body)
+    finally:
+        await _cancel(call, channel)
+
+
+async def _cancel(call: asyncio.Future[Outcome], channel: Channel) -> None:
+    """Stop the call if it still runs; send nothing more for it."""
+    channel.close()
+    if not call.done():
+        call.cancel()
+        await asyncio.wait({call})
+
+
+def _keepalive_seconds() -> float:
+    return gateway_settings().SSE_KEEPALIVE_SECONDS
+
+
+def json_response(outcome: Outcome) -> HttpResponse:
+    if outcome.body is None:
+        return HttpResponse(status=outcome.status)
+    response = JsonResponse(
+        outcome.body, status=outcome.status, json_dumps_params={"ensure_ascii": False}
+    )
+    for name, value in outcome.headers.items():
+        response[name] = value
+    return response

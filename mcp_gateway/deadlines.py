@@ -1,0 +1,155 @@
+"""Engine deadlines, and the bounded thread pool sync engines run in.
+
+A Python thread cannot be killed: past its deadline a sync engine is told
+through its context's signal and abandoned, its thread counted and logged,
+and the caller answered at once. The pool never queues: when every thread
+is busy, a call is refused (``PoolFull``) rather than left waiting.
+
+A sync engine called inside a database transaction of the request's thread
+(``ATOMIC_REQUESTS``, or a test's transaction) runs in that thread instead,
+so it shares the transaction; its deadline is then cooperative only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import contextvars
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import anyio
+from django.db import close_old_connections, connections
+
+from engines_app.context import EngineContext
+from mcp_gateway.conf import gateway_settings
+from mcp_gateway.dispatch_context import run_sync_outside_loop
+
+logger = logging.getLogger("mcp_gateway")
+
+_inline: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "mcp_gateway_inline_sync_engines", default=False
+)
+
+
+class DeadlineExceeded(Exception):
+    """The engine was still running at its deadline."""
+
+
+class PoolFull(Exception):
+    """Every engine thread is busy."""
+
+
+def deadline_for(engine: Any) -> float | None:
+    """The engine's own ``deadline_seconds``, else the setting's."""
+    own = getattr(engine, "deadline_seconds", None)
+    if isinstance(own, int | float) and not isinstance(own, bool) and own > 0:
+        return float(own)
+    return gateway_settings().ENGINE_DEADLINE_SECONDS
+
+
+class EnginePool:
+    """A fixed number of threads; ``submit`` refuses when all are taken."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.abandoned = 0
+        self._slots = threading.BoundedSemaphore(size)
+        self._lock = threading.Lock()
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=size, thread_name_prefix="mcp-engine"
+        )
+
+    def submit(
+        self, function: Callable[[EngineContext], Any], context: EngineContext
+    ) -> concurrent.futures.Future[Any]:
+        """Run ``function(context)`` in a free thread.
+
+        Raises:
+            PoolFull: no thread is free.
+        """
+        if not self._slots.acquire(blocking=False):
+            raise PoolFull
+        run = contextvars.copy_context().run
+        return self._executor.submit(run, self._run, function, context)
+
+    def abandon(self, engine_id: str) -> None:
+        with self._lock:
+            self.abandoned += 1
+            count = self.abandoned
+        logger.warning(
+            "Engine %r passed its deadline; its thread is abandoned "
+            "(%d abandoned in this process).",
+            engine_id,
+            count,
+        )
+
+    def _run(self, function: Callable[[EngineContext], Any], context: Any) -> Any:
+        try:
+            return function(context)
+        finally:
+            close_old_connections()  # this thread's own connections
+            self._slots.release()
+
+
+_pool: list[EnginePool] = []
+_pool_lock = threading.Lock()
+
+
+def engine_pool() -> EnginePool:
+    """This process's pool, sized by ``ENGINE_THREADS``."""
+    size = max(1, gateway_settings().ENGINE_THREADS)
+    with _pool_lock:
+        if not _pool or _pool[0].size != size:
+            _pool[:] = [EnginePool(size)]
+        return _pool[0]
+
+
+async def run_sync_engine(engine: Any, context: EngineContext) -> Any:
+    """Run a sync engine in the pool and wait for it until its deadline.
+
+    Raises:
+        DeadlineExceeded: the deadline passed first (the signal is cancelled).
+        PoolFull: no engine thread is free.
+    """
+    if _inline.get():
+        return await run_sync_outside_loop(engine.execute, context)
+    pool = engine_pool()
+    waiting = asyncio.wrap_future(pool.submit(engine.execute, context))
+    waiting.add_done_callback(_retrieve)  # an abandoned run may still fail
+    remaining = context.signal.remaining()
+    with anyio.move_on_after(float("inf") if remaining is None else remaining):
+        # shield: a cancelled wait must not cancel a queued run and leak a slot
+        return await asyncio.shield(waiting)
+    context.signal.cancel()
+    pool.abandon(str(getattr(engine, "id", engine)))
+    raise DeadlineExceeded
+
+
+@contextlib.contextmanager
+def request_thread() -> Iterator[None]:
+    """Note, for the engines a sync caller runs, whether it is in a transaction.
+
+    Read here, in the caller's thread: the event loop that serves the call
+    sees its own database connections, not this thread's.
+    """
+    token = _inline.set(_in_transaction())
+    try:
+        yield
+    finally:
+        _inline.reset(token)
+
+
+def _in_transaction() -> bool:
+    return any(
+        connection.in_atomic_block
+        for connection in connections.all(initialized_only=True)
+    )
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()

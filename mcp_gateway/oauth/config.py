@@ -1,0 +1,84 @@
+"""What an authorization server row may say: issuers, algorithms, scopes."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_lazy as _
+
+from mcp_gateway.conf import gateway_settings
+
+SCOPE_ALL = "mcp:tools"
+SCOPE_READ = "mcp:tools:read"
+DEFAULT_SCOPES = (SCOPE_ALL, SCOPE_READ)
+DEFAULT_ALGORITHMS = ("RS256", "ES256")
+SAFE_ALGORITHMS = frozenset(
+    {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512"}
+)
+"""Asymmetric algorithms only: never ``none``, never HS* (a shared secret)."""
+
+
+def is_loopback(host: str | None) -> bool:
+    if not host:
+        return False
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def validate_server_url(value: str) -> None:
+    """Accept https, or http on loopback when the setting allows it.
+
+    Raises:
+        ValidationError: any other URL.
+    """
+    parts = urlsplit(value)
+    if parts.scheme == "https" and parts.hostname:
+        return
+    insecure_ok = gateway_settings().ALLOW_INSECURE_LOOPBACK_ISSUERS
+    if parts.scheme == "http" and insecure_ok and is_loopback(parts.hostname):
+        return
+    raise ValidationError(
+        _("%(value)s: authorization servers must use https://."),
+        params={"value": value},
+    )
+
+
+def validate_algorithms(value: Iterable[str]) -> None:
+    """Raises: ValidationError: an algorithm outside the safe list."""
+    unsafe = sorted(set(value) - SAFE_ALGORITHMS)
+    if unsafe:
+        raise ValidationError(
+            _("Not allowed: %(algs)s. Use asymmetric algorithms such as RS256."),
+            params={"algs": ", ".join(map(str, unsafe))},
+        )
+
+
+def validate_scopes(value: Iterable[str]) -> None:
+    """Raises: ValidationError: a scope that is not a scope token."""
+    for scope in value:
+        if not isinstance(scope, str) or not scope or not _scope_chars(scope):
+            raise ValidationError(
+                _("%(scope)r is not a scope."), params={"scope": scope}
+            )
+
+
+def _scope_chars(scope: str) -> bool:
+    # RFC 6749 scope-token: %x21 / %x23-5B / %x5D-7E
+    return all(c == "!" or "#" <= c <= "[" or "]" <= c <= "~" for c in scope)
+
+
+def allowed_algorithms(configured: Iterable[str]) -> list[str]:
+    """The configured algorithms that are safe, or the default pair."""
+    chosen = [alg for alg in configured if alg in SAFE_ALGORITHMS]
+    return chosen or list(DEFAULT_ALGORITHMS)
+
+
+def published_scopes(configured: Iterable[str]) -> list[str]:
+    return list(configured) or list(DEFAULT_SCOPES)

@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+from engines_app.registry import default_registry
+
+
+def test_installed_engines_are_listed_with_tool_names_and_hints(api, db):
+    body = api.get("/api/engines/", {"page_size": 200}).json()
+
+    assert body["count"] == len(default_registry)
+    engines = {e["id"]: e for e in body["results"]}
+    echo = engines["demo.echo"]
+    assert echo["tool_name"] == "demo_echo"
+    assert echo["version"] == "1.0.0"
+    assert echo["input_schema"]["required"] == ["text"]
+    assert echo["output_schema"] is None
+    assert echo["hints"]["read_only"] is True
+    assert engines["demo:echo"]["tool_name"] == "demo_echo"
+
+
+def test_engines_are_searchable(api, db):
+    body = api.get("/api/engines/", {"search": "ECHO"}).json()
+
+    assert {e["id"] for e in body["results"]} == {"demo.echo", "demo:echo"}

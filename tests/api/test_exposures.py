@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+from engines_app.registry import default_registry
+from mcp_gateway import bookkeeping
+from mcp_gateway.models import Exposure
+
+URL = "/api/tenants/acme/exposures/"
+
+
+def test_posting_an_engine_id_exposes_it_through_bookkeeping(api, tenant, staff):
+    version = tenant.catalog_version
+
+    response = api.post(URL, {"engine_id": "demo.echo"}, format="json")
+
+    assert response.status_code == 201
+    body = response.json()
+    assert body["engine_id"] == "demo.echo"
+    assert body["tool_name"] == "demo_echo"
+    assert body["status"] == "live"
+    assert body["exposed_by"] == staff.username
+    tenant.refresh_from_db()
+    assert tenant.catalog_version == version + 1
+
+
+def test_exposures_are_listed_with_their_tool_names(api, tenant):
+    bookkeeping.expose_many(tenant, ["demo.echo", "demo.add"])
+
+    body = api.get(URL).json()
+
+    assert body["count"] == 2
+    names = {e["engine_id"]: e["tool_name"] for e in body["results"]}
+    assert names == {"demo.add": "demo_add", "demo.echo": "demo_echo"}
+
+
+def test_an_exposure_is_read_by_an_engine_id_with_dots_and_colons(api, tenant):
+    bookkeeping.expose_many(tenant, ["demo:echo"])
+
+    response = api.get(f"{URL}demo:echo/")
+
+    assert response.status_code == 200
+    assert response.json()["tool_name"] == "demo_echo"
+
+
+def test_a_stale_exposure_is_flagged(api, tenant):
+    bookkeeping.expose(tenant, "demo.echo")
+    Exposure.objects.filter(engine_id="demo.echo").update(engine_id="gone.engine")
+
+    body = api.get(f"{URL}gone.engine/").json()
+
+    assert body["status"] == "stale"
+
+
+def test_deleting_an_exposure_unexposes_it(api, tenant):
+    bookkeeping.expose_many(tenant, ["demo.echo", "demo.add"])
+    tenant.refresh_from_db()
+    version = tenant.catalog_version
+
+    response = api.delete(f"{URL}demo.echo/")
+
+    assert response.status_code == 204
+    assert list(tenant.exposures.values_list("engine_id", flat=True)) == ["demo.add"]
+    tenant.refresh_from_db()
+    assert tenant.catalog_version == version + 1
+
+
+def test_deleting_an_engine_that_is_not_exposed_is_404(api, tenant):
+    response = api.delete(f"{URL}demo.echo/")
+
+    assert response.status_code == 404
+    assert response.json()["code"] == "not_found"
+
+
+def test_exposures_of_an_unknown_tenant_are_404(api, db):
+    assert api.get("/api/tenants/nope/exposures/").status_code == 404
+
+
+def test_exposures_are_scoped_to_their_tenant(api, tenant, other_tenant):
+    bookkeeping.expose(other_tenant, "demo.echo")
+
+    assert api.get(URL).json()["count"] == 0
+    assert api.get(f"{URL}demo.echo/").status_code == 404
+
+
+def test_expose_all_is_idempotent(api, tenant, without_collision):
+    first = api.post(f"{URL}expose-all/")
+    second = api.post(f"{URL}expose-all/")
+
+    assert first.status_code == second.status_code == 200
+    exposed = {e["engine_id"] for e in first.json()["exposed"]}
+    assert exposed == set(default_registry.ids())
+    assert second.json() == {"exposed": []}
+    assert tenant.exposures.count() == len(default_registry)
+
+
+def test_expose_all_with_a_collision_exposes_nothing(api, tenant):
+    response = api.post(f"{URL}expose-all/")
+
+    assert response.status_code == 409
+    assert response.json()["code"] == "tool_name_collision"
+    assert tenant.exposures.count() == 0

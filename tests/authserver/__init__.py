@@ -1,0 +1,1 @@
+"""Authorization servers the OAuth tests run as separate processes."""

@@ -1,0 +1,85 @@
+"""Opaque tokens checked by RFC 7662 introspection, through authenticate()."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from django.contrib.auth import authenticate
+
+from mcp_gateway.oauth import fetch
+from tests.mcp_gateway.oauth_fixtures import RESOURCE, idp, introspection_server
+
+__all__ = ["idp", "introspection_server"]
+
+pytestmark = pytest.mark.usefixtures("introspection_server", "member")
+
+
+def answer(**extra: Any) -> dict[str, Any]:
+    base = {"active": True, "username": "alice", "scope": "mcp:tools", "aud": RESOURCE}
+    return {**base, "exp": int(time.time()) + 300, **extra}
+
+
+def login(token: str) -> Any:
+    return authenticate(None, bearer_token=token, tenant="acme")
+
+
+def test_an_active_token_for_the_resource_authenticates_the_member(idp):
+    idp.introspection["opaque"] = answer(scope="mcp:tools:read")
+
+    user = login("opaque")
+
+    assert user.get_username() == "alice"
+    assert user.mcp_scopes == frozenset({"mcp:tools:read"})
+    assert idp.fetched == ["https://opaque.example/introspect"]
+
+
+def test_a_positive_answer_is_cached(idp):
+    idp.introspection["opaque"] = answer()
+    login("opaque")
+    idp.down = True
+
+    assert login("opaque") is not None
+    assert len(idp.fetched) == 1
+
+
+def test_the_cache_never_outlives_the_tokens_exp(idp):
+    idp.introspection["opaque"] = answer(exp=int(time.time()) - 1)
+
+    assert login("opaque") is None
+    assert login("opaque") is None
+    assert len(idp.fetched) == 2
+
+
+def test_an_inactive_token_is_refused_and_not_cached(idp):
+    assert login("unknown") is None
+    assert login("unknown") is None
+    assert len(idp.fetched) == 2
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"aud": "http://testserver/t/globex/mcp"},
+        {"aud": None},
+        {"iss": "https://someone-else.example"},
+        {"nbf": int(time.time()) + 600},
+        {"username": "bob"},
+        {"active": "true"},
+    ],
+    ids=["other-aud", "no-aud", "other-iss", "nbf", "non-member", "active-string"],
+)
+def test_an_answer_breaking_a_rule_is_refused(idp, extra):
+    idp.introspection["opaque"] = {
+        k: v for k, v in answer(**extra).items() if v is not None
+    }
+
+    assert login("opaque") is None
+
+
+def test_an_unreachable_endpoint_raises_rather_than_failing_open(idp):
+    idp.down = True
+
+    with pytest.raises(fetch.AuthUnavailable):
+        login("opaque")

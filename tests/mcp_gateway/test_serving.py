@@ -1,0 +1,35 @@
+"""Which endpoint view a process serves: sync under WSGI, async under ASGI."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from mcp_gateway import serving
+from mcp_gateway.aviews import aendpoint
+from mcp_gateway.views import endpoint
+
+
+@pytest.fixture
+def not_asgi(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(serving._asgi, "entered", False)
+
+
+def test_a_wsgi_process_serves_the_sync_view(not_asgi):
+    assert serving.endpoint_view() is endpoint
+    assert not asyncio.iscoroutinefunction(serving.endpoint_view())
+
+
+def test_the_asgi_entry_point_selects_the_async_view(not_asgi):
+    serving.announce_asgi()
+
+    assert serving.endpoint_view() is aendpoint
+    assert asyncio.iscoroutinefunction(aendpoint)
+
+
+@pytest.mark.parametrize(("forced", "view"), [(True, aendpoint), (False, endpoint)])
+def test_the_setting_forces_the_choice(not_asgi, settings, forced, view):
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "ASYNC_ENDPOINT": forced}
+
+    assert serving.endpoint_view() is view

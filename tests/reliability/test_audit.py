@@ -1,0 +1,162 @@
+"""The audit log: one row per tools/call that reached dispatch; changes too."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from django.utils import timezone
+
+from engines_app.demo.basic import Add
+from engines_app.registry import EngineRegistry
+from mcp_gateway import audit, bookkeeping, callrecord, tokens
+from mcp_gateway.audit_models import ExposureEvent, Outcome, ToolCall
+from mcp_gateway.models import Tenant
+
+
+def rpc(client: Client, secret: str, method: str, params: Any, id: Any = 1) -> Any:
+    body = {"jsonrpc": "2.0", "id": id, "method": method, "params": params}
+    return client.post(
+        "/t/acme/mcp",
+        json.dumps(body),
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {secret}"},
+    )
+
+
+@pytest.fixture
+def exposed(tenant: Tenant, issued_token: tokens.IssuedToken) -> str:
+    bookkeeping.expose_many(tenant, ["demo.echo", "demo.fail", "demo.reject"])
+    return issued_token.secret
+
+
+def test_outcome_choices_match_the_call_record():
+    assert set(Outcome.values) == set(callrecord.OUTCOMES)
+
+
+def test_rows_equal_calls_that_reached_dispatch(client, exposed):
+    calls = [
+        ("tools/call", {"name": "demo_echo", "arguments": {"text": "hi"}}),
+        ("tools/call", {"name": "demo_fail", "arguments": {}}),
+        ("tools/call", {"name": "demo_reject", "arguments": {}}),
+        ("tools/call", {"name": "demo_echo", "arguments": {"text": 3}}),
+        ("tools/call", {"name": "nope", "arguments": {}}),
+    ]
+    for method, params in calls:
+        rpc(client, exposed, method, params)
+    rpc(client, exposed, "tools/list", {})
+    rpc(client, "mcpgw_bad_token", *calls[0])
+
+    outcomes = list(ToolCall.objects.order_by("pk").values_list("outcome", flat=True))
+
+    assert outcomes == ["ok", "failed", "tool_error", "tool_error", "invalid"]
+
+
+def test_a_row_names_who_called_what_and_how(client, exposed, issued_token):
+    rpc(
+        client,
+        exposed,
+        "tools/call",
+        {"name": "demo_echo", "arguments": {"text": "x"}},
+        id="abc",
+    )
+
+    row = ToolCall.objects.get()
+
+    assert row.tenant_slug == "acme"
+    assert row.user == "alice"
+    assert row.token_prefix == issued_token.token.prefix
+    assert (row.tool_name, row.engine_id) == ("demo_echo", "demo.echo")
+    assert row.engine_version == "1.0.0"
+    assert row.request_id == "abc"
+    assert row.protocol_version == "2025-03-26"
+    assert row.arguments is None
+    assert row.duration_ms >= 0
+
+
+def test_arguments_are_kept_only_when_the_tenant_asks_and_redacted(
+    client, tenant, exposed
+):
+    Tenant.objects.filter(pk=tenant.pk).update(
+        audit_arguments=True, audit_redacted_keys=["TEXT"]
+    )
+
+    rpc(
+        client, exposed, "tools/call", {"name": "demo_echo", "arguments": {"text": "s"}}
+    )
+
+    assert ToolCall.objects.get().arguments == {"text": audit.REDACTED}
+
+
+def test_redaction_reaches_nested_values():
+    value = {"a": [{"password": "x", "b": 1}], "Password": 2}
+
+    assert audit.redact(value, frozenset({"password"})) == {
+        "a": [{"password": audit.REDACTED, "b": 1}],
+        "Password": audit.REDACTED,
+    }
+
+
+def test_exposure_changes_are_recorded_with_actor_and_channel(tenant, staff):
+    bookkeeping.expose(tenant, "demo.echo", by=staff, via="admin")
+    bookkeeping.expose_all(tenant, registry=only_add())
+    bookkeeping.unexpose(tenant, "demo.echo", via="api")
+    bookkeeping.unexpose(tenant, "demo.echo")  # nothing to remove: no event
+    bookkeeping.clear(tenant, via="command")
+
+    events = list(ExposureEvent.objects.order_by("pk"))
+
+    assert [(e.action, e.via) for e in events] == [
+        ("expose", "admin"),
+        ("expose_all", "code"),
+        ("unexpose", "api"),
+        ("clear", "command"),
+    ]
+    assert events[0].actor == staff
+    assert events[0].actor_name == "root"
+    assert events[0].engine_ids == ["demo.echo"]
+    assert [e.catalog_version for e in events] == sorted(
+        e.catalog_version for e in events
+    )
+
+
+def only_add() -> EngineRegistry:
+    registry = EngineRegistry()
+    registry.register(Add())
+    return registry
+
+
+def test_commands_record_their_channel(tenant):
+    call_command("mcp_expose", "acme", "demo.echo", stdout=None)
+
+    assert ExposureEvent.objects.get().via == "command"
+
+
+def test_prune_deletes_only_old_rows(tenant):
+    bookkeeping.expose(tenant, "demo.echo")
+    ExposureEvent.objects.update(created_at=timezone.now() - timedelta(days=40))
+    bookkeeping.unexpose(tenant, "demo.echo")
+
+    call_command("mcp_audit", "prune", "--older-than", "30", stdout=None)
+
+    assert list(ExposureEvent.objects.values_list("action", flat=True)) == ["unexpose"]
+
+
+def test_the_audit_admin_is_read_only_with_a_date_hierarchy(client, staff, exposed):
+    rpc(
+        client, exposed, "tools/call", {"name": "demo_echo", "arguments": {"text": "x"}}
+    )
+    client.force_login(staff, backend="django.contrib.auth.backends.ModelBackend")
+
+    listing = client.get("/admin/mcp_gateway/toolcall/?outcome=ok")
+    add = client.get("/admin/mcp_gateway/toolcall/add/")
+    events = client.get("/admin/mcp_gateway/exposureevent/")
+
+    assert listing.status_code == 200
+    assert b"demo_echo" in listing.content
+    assert add.status_code == 403
+    assert events.status_code == 200

@@ -2,7 +2,10 @@
 
 The tenant row (read with each request) carries ``catalog_version``, which
 every exposure change bumps, so a cache keyed by it is never stale; a process
-only has to bound how many versions it remembers.
+only has to bound how many versions it remembers. A catalog is built from one
+statement that reads the version together with the exposures, so it is a
+consistent snapshot and is cached under the version it actually holds, even
+when a change commits between the request's first read and this one.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import mcp_types as types
 from engines_app.errors import InvalidEngineError
 from engines_app.registry import EngineRegistry, default_registry, validate_engine
 from mcp_gateway.adapter import InvalidToolError, build_tool
-from mcp_gateway.models import Exposure, Tenant
+from mcp_gateway.models import Tenant
 
 logger = logging.getLogger("mcp_gateway")
 
@@ -43,6 +46,8 @@ class Catalog:
     """The tools a tenant exposes, ordered by tool name."""
 
     entries: Mapping[str, CatalogEntry]
+    version: int = 0
+    """The tenant's catalog version this catalog was built from."""
 
     def get(self, name: str) -> CatalogEntry | None:
         return self.entries.get(name)
@@ -71,7 +76,8 @@ class Catalog:
         return Catalog(
             MappingProxyType(
                 {n: e for n, e in self.entries.items() if e.visible_to(groups)}
-            )
+            ),
+            self.version,
         )
 
 
@@ -94,7 +100,7 @@ def catalog_for(tenant: Tenant, registry: EngineRegistry | None = None) -> Catal
             return cached
     catalog = build_catalog(tenant, default_registry)
     with _lock:
-        _cache[key] = catalog
+        _cache[(tenant.pk, catalog.version, tenant.created_at)] = catalog
         while len(_cache) > CACHE_SIZE:
             _cache.popitem(last=False)
     return catalog
@@ -109,27 +115,34 @@ def clear_cache() -> None:
 def build_catalog(tenant: Tenant, registry: EngineRegistry) -> Catalog:
     """Build the catalog from the tenant's exposures: exactly one query."""
     entries: dict[str, CatalogEntry] = {}
-    for engine_id, groups in _exposed(tenant).items():
+    version, exposed = _exposed(tenant)
+    for engine_id, groups in exposed.items():
         entry = _entry(tenant, registry, engine_id, groups)
         if entry is not None and _is_new(tenant, entries, entry):
             entries[entry.tool.name] = entry
     ordered = {name: entries[name] for name in sorted(entries)}
-    return Catalog(MappingProxyType(ordered))
+    return Catalog(MappingProxyType(ordered), version)
 
 
-def _exposed(tenant: Tenant) -> dict[str, frozenset[str]]:
-    """Engine id → names of the groups it is restricted to (one JOIN)."""
-    rows = (
-        Exposure.objects.filter(tenant=tenant)
-        .order_by("engine_id")
-        .values_list("engine_id", "groups__name")
+def _exposed(tenant: Tenant) -> tuple[int, dict[str, frozenset[str]]]:
+    """The catalog version, and engine id → names of the groups it is
+    restricted to: one statement, so both come from one snapshot."""
+    rows = list(
+        Tenant.objects.filter(pk=tenant.pk)
+        .order_by("exposures__engine_id")
+        .values_list(
+            "catalog_version", "exposures__engine_id", "exposures__groups__name"
+        )
     )
+    version = rows[0][0] if rows else tenant.catalog_version
     exposed: dict[str, set[str]] = {}
-    for engine_id, group in rows:
+    for _, engine_id, group in rows:
+        if engine_id is None:
+            continue  # no exposure at all: the one row only carries the version
         names = exposed.setdefault(engine_id, set())
         if group is not None:
             names.add(group)
-    return {engine_id: frozenset(names) for engine_id, names in exposed.items()}
+    return version, {engine_id: frozenset(n) for engine_id, n in exposed.items()}
 
 
 def _entry(

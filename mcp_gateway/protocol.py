@@ -347,7 +347,7 @@ async def _list_tools(
     ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
     scope = _scope_of(ctx)
-    version = {CATALOG_VERSION_META_KEY: scope.tenant.catalog_version}
+    version = {CATALOG_VERSION_META_KEY: scope.catalog.version}
     result = types.ListToolsResult(tools=scope.catalog.tools(), _meta=version)
     hint = CacheHint(ttl_ms=gateway_settings().TOOLS_LIST_TTL_MS, scope="private")
     return apply_cache_hint(result, hint)

@@ -16,6 +16,7 @@ from django.utils.translation import gettext_lazy as _
 from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping
 from mcp_gateway.admin.authorization import AuthorizationServerInline
+from mcp_gateway.admin.calls_chart import calls_per_tool, chart_html
 from mcp_gateway.admin.status import status_html
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.errors import BookkeepingError
@@ -110,7 +111,7 @@ class TenantAdmin(admin.ModelAdmin[Tenant]):
     ]
     list_filter = ["is_active"]
     search_fields = ["slug", "name"]
-    readonly_fields = ["mcp_url", "catalog_version", "expose_link"]
+    readonly_fields = ["mcp_url", "catalog_version", "expose_link", "calls_chart"]
     inlines = [MembershipInline, ExposureInline, AuthorizationServerInline]
     actions = ["expose_all", "unexpose_all", "confirm_changed"]
 
@@ -149,6 +150,12 @@ class TenantAdmin(admin.ModelAdmin[Tenant]):
             return "-"
         url = f"{reverse('admin:mcp_gateway_exposure_add')}?tenant={obj.pk}"
         return format_html('<a href="{}">{}</a>', url, _("Expose an engine"))
+
+    @admin.display(description=_("calls per tool, last 24 hours"))
+    def calls_chart(self, obj: Tenant) -> str:
+        if obj.pk is None:
+            return "-"
+        return chart_html(calls_per_tool(obj))
 
     @admin.action(description=_("Expose all installed engines"))
     def expose_all(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:

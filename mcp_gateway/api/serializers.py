@@ -10,6 +10,7 @@ from django.urls import reverse
 from rest_framework import serializers
 
 from mcp_gateway import bookkeeping
+from mcp_gateway.audit_models import ToolCall
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.forms import clean_origin
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
@@ -154,6 +155,33 @@ class IssuedTokenSerializer(ApiTokenSerializer):
 
     def get_token(self, obj: ApiToken) -> str:
         return str(self.context["secret"])
+
+
+class ToolCallSerializer(serializers.ModelSerializer[ToolCall]):
+    """An audited tool call; names are copies, kept when the tenant goes."""
+
+    tenant = serializers.CharField(
+        source="tenant_slug", read_only=True, help_text="Tenant slug."
+    )
+
+    class Meta:
+        model = ToolCall
+        fields = [
+            "id",
+            "created_at",
+            "tenant",
+            "tool_name",
+            "engine_id",
+            "engine_version",
+            "outcome",
+            "duration_ms",
+            "user",
+            "token_prefix",
+            "request_id",
+            "protocol_version",
+            "arguments",
+        ]
+        read_only_fields = fields
 
 
 class HintsSerializer(serializers.Serializer[Any]):

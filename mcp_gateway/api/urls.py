@@ -69,6 +69,7 @@ urlpatterns = [
     path("schema/", SchemaView.as_view(), name="schema"),
     path("docs/", DocsView.as_view(url_name="mcp_gateway_api:schema"), name="docs"),
     path("engines/", views.EngineViewSet.as_view({"get": "list"}), name="engines"),
+    path("audit/", views.ToolCallViewSet.as_view({"get": "list"}), name="audit"),
     path(
         "tenants/",
         views.TenantViewSet.as_view({"get": "list", "post": "create"}),

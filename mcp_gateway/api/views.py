@@ -20,7 +20,8 @@ from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping, tokens
 from mcp_gateway.api import serializers
 from mcp_gateway.api.base import StaffViewSet
-from mcp_gateway.api.filters import BooleanFilter
+from mcp_gateway.api.filters import BooleanFilter, ToolCallFilter
+from mcp_gateway.audit_models import ToolCall
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
 
 
@@ -108,15 +109,19 @@ class ExposureViewSet(
     def perform_create(self, serializer: BaseSerializer[Exposure]) -> None:
         engine_id = serializer.validated_data["engine_id"]
         user = self.request.user
-        serializer.instance = bookkeeping.expose(self.tenant, engine_id, by=user)
+        serializer.instance = bookkeeping.expose(
+            self.tenant, engine_id, by=user, via="api"
+        )
 
     def perform_destroy(self, instance: Exposure) -> None:
-        bookkeeping.unexpose(self.tenant, instance.engine_id)
+        bookkeeping.unexpose(
+            self.tenant, instance.engine_id, by=self.request.user, via="api"
+        )
 
     @extend_schema(request=None, responses={200: serializers.ExposeAllSerializer})
     def expose_all(self, request: Request, slug: str) -> Response:
         """Expose every installed engine not exposed yet; idempotent."""
-        created = bookkeeping.expose_all(self.tenant, by=request.user)
+        created = bookkeeping.expose_all(self.tenant, by=request.user, via="api")
         exposed = serializers.ExposureSerializer(created, many=True).data
         return Response({"exposed": exposed})
 
@@ -178,6 +183,14 @@ class EngineViewSet(mixins.ListModelMixin, StaffViewSet[Any]):
             engines = [e for e in engines if _matches(e, term)]
         page = self.paginate_queryset(engines)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+class ToolCallViewSet(mixins.ListModelMixin, StaffViewSet[ToolCall]):
+    """The audit log of tool calls, newest first; read-only."""
+
+    queryset = ToolCall.objects.order_by("-created_at", "-pk")
+    serializer_class = serializers.ToolCallSerializer
+    filter_backends = [ToolCallFilter]
 
 
 def _matches(engine: dict[str, Any], term: str) -> bool:

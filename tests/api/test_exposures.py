@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping
+from mcp_gateway.audit_models import ExposureEvent
 from mcp_gateway.models import Exposure
 
 URL = "/api/tenants/acme/exposures/"
@@ -98,3 +99,15 @@ def test_expose_all_with_a_collision_exposes_nothing(api, tenant):
     assert response.status_code == 409
     assert response.json()["code"] == "tool_name_collision"
     assert tenant.exposures.count() == 0
+
+
+def test_api_changes_are_recorded_as_made_through_the_api(api, tenant, staff):
+    api.post(URL, {"engine_id": "demo.echo"}, format="json")
+    api.delete(f"{URL}demo.echo/")
+
+    events = ExposureEvent.objects.filter(tenant=tenant).order_by("pk")
+
+    assert [(e.action, e.via, e.actor_id) for e in events] == [
+        ("expose", "api", staff.pk),
+        ("unexpose", "api", staff.pk),
+    ]

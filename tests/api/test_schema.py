@@ -13,9 +13,11 @@ from rest_framework.authtoken.models import Token
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from mcp_gateway import bookkeeping, tokens
+from mcp_gateway.audit_models import ToolCall
 from mcp_gateway.models import Tenant
 
 OPERATIONS = {
+    ("get", "/api/audit/"),
     ("get", "/api/engines/"),
     ("get", "/api/tenants/"),
     ("post", "/api/tenants/"),
@@ -100,6 +102,14 @@ def api_schema(wsgi_app, staff, staff_token):
     tenant = Tenant.objects.create(slug="acme", name="Acme")
     bookkeeping.expose_many(tenant, ["demo.echo", "demo.add"])
     tokens.issue(tenant, staff)
+    ToolCall.objects.create(
+        tenant=tenant,
+        tenant_slug="acme",
+        tool_name="demo_echo",
+        engine_id="demo.echo",
+        outcome="ok",
+        arguments={"text": "hi"},
+    )
     headers = {"Authorization": f"Token {staff_token}"}
     return schemathesis.openapi.from_wsgi("/api/schema/", wsgi_app, headers=headers)
 

@@ -1,0 +1,114 @@
+"""The tenant page's chart of calls per tool over the last 24 hours."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
+
+from mcp_gateway import bookkeeping
+from mcp_gateway.admin.calls_chart import calls_per_tool
+from mcp_gateway.audit_models import ToolCall
+from mcp_gateway.catalog import clear_cache
+from mcp_gateway.models import Tenant
+
+
+@pytest.fixture
+def admin_client(client: Client, staff: User) -> Client:
+    # The API-token backend comes first and never loads session users.
+    client.force_login(staff, backend="django.contrib.auth.backends.ModelBackend")
+    return client
+
+
+def call(client: Client, secret: str, tool: str, arguments: Any) -> None:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
+    response = client.post(
+        "/t/acme/mcp",
+        json.dumps(body),
+        content_type="application/json",
+        headers={
+            "Authorization": f"Bearer {secret}",
+            "MCP-Protocol-Version": "2025-11-25",
+        },
+    )
+    assert response.status_code == 200, response.content
+
+
+@pytest.fixture
+def calls(tenant: Tenant, token: str) -> None:
+    """Three calls of ``demo_echo`` and one of ``demo_add``, just now."""
+    bookkeeping.expose_many(tenant, ["demo.echo", "demo.add"])
+    clear_cache()
+    mcp = Client()
+    for text in ("a", "b", "c"):
+        call(mcp, token, "demo_echo", {"text": text})
+    call(mcp, token, "demo_add", {"a": 1, "b": 2})
+
+
+def chart_of(admin_client: Client, tenant: Tenant) -> str:
+    url = reverse("admin:mcp_gateway_tenant_change", args=[tenant.pk])
+    response = admin_client.get(url)
+    assert response.status_code == 200
+    html = response.content.decode()
+    start = html.index("Calls per tool, last 24 hours")
+    return html[start : html.index("</table>", start)]
+
+
+def test_the_tenant_page_charts_each_tool_with_its_count(admin_client, tenant, calls):
+    chart = chart_of(admin_client, tenant)
+
+    assert '<th scope="row">demo_echo</th>' in chart
+    assert "width:100%" in chart
+    assert "<td>3</td>" in chart
+    assert '<th scope="row">demo_add</th>' in chart
+    assert "width:33%" in chart
+    assert "<td>1</td>" in chart
+    assert chart.index("demo_echo") < chart.index("demo_add")
+
+
+def test_calls_older_than_a_day_or_of_other_tenants_are_left_out(
+    tenant, other_tenant, calls
+):
+    ToolCall.objects.filter(tool_name="demo_add").update(
+        created_at=timezone.now() - timedelta(hours=25)
+    )
+    ToolCall.objects.create(
+        tenant=other_tenant, tenant_slug="globex", tool_name="demo_echo", outcome="ok"
+    )
+
+    assert calls_per_tool(tenant) == [("demo_echo", 3)]
+
+
+def test_counting_takes_one_query(tenant, calls):
+    with CaptureQueriesContext(connection) as captured:
+        calls_per_tool(tenant)
+
+    assert len(captured) == 1
+
+
+def test_with_no_calls_the_page_says_so(admin_client, tenant):
+    url = reverse("admin:mcp_gateway_tenant_change", args=[tenant.pk])
+
+    response = admin_client.get(url)
+
+    assert "No tool calls in the last 24 hours." in response.content.decode()
+
+
+def test_the_add_page_has_no_chart(admin_client):
+    response = admin_client.get(reverse("admin:mcp_gateway_tenant_add"))
+
+    assert response.status_code == 200
+    assert "No tool calls" not in response.content.decode()

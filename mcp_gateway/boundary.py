@@ -8,6 +8,7 @@ headers checked here contains a comma, so a comma means "more than one".
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -129,9 +130,14 @@ def check_accept(request: HttpRequest) -> HttpResponse | None:
 
 
 def accepts_json(accept: str) -> bool:
+    return accepts(accept, JSON_TYPES)
+
+
+def accepts(accept: str, media_types: Collection[str]) -> bool:
+    """Whether an ``Accept`` value admits one of ``media_types`` (q > 0)."""
     for item in accept.split(","):
         media, *params = (part.strip().lower() for part in item.split(";"))
-        if media in JSON_TYPES and _quality(params) > 0:
+        if media in media_types and _quality(params) > 0:
             return True
     return False
 

@@ -6,6 +6,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from mcp_gateway.boundary import accepts
+
 HEADERS = {
     "Content-Type": "text/event-stream",
     "Cache-Control": "no-cache, no-transform",
@@ -27,19 +29,4 @@ def accepts_event_stream(accept: str) -> bool:
 
     Wildcards do not count: a generic client (``*/*``) gets plain JSON.
     """
-    for item in accept.split(","):
-        media, *params = (part.strip().lower() for part in item.split(";"))
-        if media == MEDIA_TYPE and _quality(params) > 0:
-            return True
-    return False
-
-
-def _quality(params: list[str]) -> float:
-    for param in params:
-        name, _, value = param.partition("=")
-        if name.strip() == "q":
-            try:
-                return float(value)
-            except ValueError:
-                return 0.0
-    return 1.0
+    return accepts(accept, (MEDIA_TYPE,))

@@ -18,10 +18,10 @@ from mcp_gateway import bookkeeping
 from mcp_gateway.admin.authorization import AuthorizationServerInline
 from mcp_gateway.admin.calls_chart import calls_per_tool, chart_html
 from mcp_gateway.admin.status import status_html
-from mcp_gateway.conf import gateway_settings
 from mcp_gateway.errors import BookkeepingError
 from mcp_gateway.forms import TenantForm
 from mcp_gateway.models import AuthorizationServer, Exposure, Membership, Tenant
+from mcp_gateway.oauth.resource import resource_url
 
 HINT_LABELS = {
     "read_only": _("read-only"),
@@ -34,12 +34,6 @@ COPY_SCRIPT = (
     " navigator.clipboard ? navigator.clipboard.writeText(f.value)"
     " : document.execCommand('copy');"
 )
-
-
-def canonical_url(tenant: Tenant) -> str:
-    """The canonical URL of the tenant's MCP mount."""
-    path = reverse("mcp_gateway:endpoint", kwargs={"slug": tenant.slug})
-    return gateway_settings().PUBLIC_BASE_URL.rstrip("/") + path
 
 
 def hint_labels(engine: Any) -> str:
@@ -139,7 +133,7 @@ class TenantAdmin(admin.ModelAdmin[Tenant]):
         return format_html(
             '<input type="text" readonly class="vTextField" id="mcp-url" value="{}">'
             ' <button type="button" class="button" onclick="{}">{}</button>',
-            canonical_url(obj),
+            resource_url(obj.slug),
             COPY_SCRIPT,
             _("Copy"),
         )

@@ -6,24 +6,17 @@ import dataclasses
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.urls import reverse
 from rest_framework import serializers
 
 from mcp_gateway import bookkeeping
 from mcp_gateway.audit_models import ToolCall
-from mcp_gateway.conf import gateway_settings
 from mcp_gateway.forms import clean_origin
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
 from mcp_gateway.naming import tool_name
+from mcp_gateway.oauth.resource import resource_url
 from mcp_gateway.tokens import DEFAULT_SCOPES, KNOWN_SCOPES
 
 MAX_TOKEN_LIFETIME = 10 * 365 * 24 * 3600  # ten years, in seconds
-
-
-def mcp_url(tenant: Tenant) -> str:
-    """The canonical URL of the tenant's MCP mount."""
-    path = reverse("mcp_gateway:endpoint", kwargs={"slug": tenant.slug})
-    return gateway_settings().PUBLIC_BASE_URL.rstrip("/") + path
 
 
 class TenantSerializer(serializers.ModelSerializer[Tenant]):
@@ -48,7 +41,7 @@ class TenantSerializer(serializers.ModelSerializer[Tenant]):
         read_only_fields = ["catalog_version", "created_at"]
 
     def get_mcp_url(self, obj: Tenant) -> str:
-        return mcp_url(obj)
+        return resource_url(obj.slug)
 
     def validate_allowed_origins(self, value: list[str]) -> list[str]:
         return [clean_origin(origin) for origin in value]

@@ -76,7 +76,7 @@ def record_change(
     via: str,
 ) -> ExposureEvent:
     """Write one exposure change; call it inside the change's transaction."""
-    actor = cast("User", by) if by is not None and by.is_authenticated else None
+    actor = acting_user(by)
     return ExposureEvent.objects.create(
         tenant=tenant,
         tenant_slug=tenant.slug,
@@ -95,3 +95,8 @@ def prune(older_than_days: int) -> tuple[int, int]:
     calls, _ = ToolCall.objects.filter(created_at__lt=cutoff).delete()
     changes, _ = ExposureEvent.objects.filter(created_at__lt=cutoff).delete()
     return calls, changes
+
+
+def acting_user(by: AbstractBaseUser | AnonymousUser | None) -> User | None:
+    """The signed-in user behind a change, or ``None`` (anonymous, code)."""
+    return cast("User", by) if by is not None and by.is_authenticated else None

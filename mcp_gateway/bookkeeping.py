@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group, User
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
@@ -235,14 +235,13 @@ def _create(tenant: Tenant, engines: list[Any], by: Actor) -> list[Exposure]:
 
 
 def _exposure(tenant: Tenant, engine: Any, name: str, by: Actor) -> Exposure:
-    user = cast("User", by) if by is not None and by.is_authenticated else None
     return Exposure(
         tenant=tenant,
         engine_id=engine.id,
         tool_name=name,
         fingerprint=fingerprint(engine),
         engine_version=engine.version,
-        exposed_by=user,
+        exposed_by=audit.acting_user(by),
     )
 
 

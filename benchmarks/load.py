@@ -21,11 +21,12 @@ class Scenario:
     method: str
     slug: str
     connections: int
+    tool: str = toolset.ECHO_NAME
 
     def body(self) -> bytes:
         params: dict[str, object] = {}
         if self.method == "tools/call":
-            params = {"name": toolset.ECHO_NAME, "arguments": {"text": "hello"}}
+            params = {"name": self.tool, "arguments": {"text": "hello"}}
         message = {"jsonrpc": "2.0", "id": 1, "method": self.method, "params": params}
         return json.dumps(message, separators=(",", ":")).encode()
 
@@ -41,6 +42,11 @@ SCENARIOS = {
     for s in (
         Scenario("call-c1", "tools/call", "bench", 1),
         Scenario("call-c16", "tools/call", "bench", 16),
+        # The same echo as a generated engine that keeps the default
+        # ``blocking = True``: on the gateway it runs in the engine pool.
+        Scenario(
+            "call-pool-c16", "tools/call", "list10", 16, toolset.generated_name(0)
+        ),
         Scenario("list10", "tools/list", "list10", 16),
         Scenario("list200", "tools/list", "list200", 16),
     )

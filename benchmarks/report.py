@@ -96,7 +96,7 @@ def targets(table: Table) -> list[str]:
         gw = _rps(table, Key(GATEWAY, PG, scenario))
         out.append(
             _check(
-                f"{scenario}: gateway ≥ 1.0x django-mcpz (PG, tokens on)",
+                f"{scenario}: gateway ≥ 1.0x django-mcpz (PG, tokens on, audit off)",
                 gw,
                 _rps(table, Key("django-mcpz", PG, scenario)),
                 1.0,

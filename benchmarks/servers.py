@@ -36,6 +36,7 @@ class Row:
     venv: str | None = None  # None: the project's own virtualenv
     family: str = ""  # rows of one family share a database set-up
     uses_db: bool = False
+    env: tuple[tuple[str, str], ...] = ()  # the row's own settings
 
 
 ROWS = {
@@ -48,6 +49,16 @@ ROWS = {
             "config.settings",
             family="gateway",
             uses_db=True,
+            env=(("MCP_AUDIT_CALLS", "false"),),
+        ),
+        Row(
+            "gateway-gunicorn-audit",
+            "gunicorn",
+            "config.wsgi:application",
+            "config.settings",
+            family="gateway",
+            uses_db=True,
+            env=(("MCP_AUDIT_CALLS", "true"),),
         ),
         Row(
             "gateway-uvicorn",
@@ -56,6 +67,7 @@ ROWS = {
             "config.settings",
             family="gateway",
             uses_db=True,
+            env=(("MCP_AUDIT_CALLS", "false"),),
         ),
         Row(
             "ceiling",
@@ -189,6 +201,7 @@ def environment(row: Row, db_url: str | None, secret: str) -> dict[str, str]:
             )
         ),
     }
+    env.update(row.env)
     if row.settings:
         env["DJANGO_SETTINGS_MODULE"] = row.settings
     if db_url and row.server == "uvicorn":

@@ -109,6 +109,7 @@ MCP_GATEWAY = {
     "ALLOW_INSECURE_LOOPBACK_ISSUERS": env.bool(
         "MCP_ALLOW_INSECURE_LOOPBACK_ISSUERS", default=False
     ),
+    "AUDIT_CALLS": env.bool("MCP_AUDIT_CALLS", default=True),
 }
 
 # The management API (mcp_gateway.api) sets its own authentication,

@@ -71,6 +71,10 @@ class Engine:
     access: ClassVar[AccessRule | None] = None
     deadline_seconds: ClassVar[float | None] = None
     """Overrides the gateway's ``ENGINE_DEADLINE_SECONDS`` for this engine."""
+    blocking: ClassVar[bool] = True
+    """``False`` promises a sync ``execute`` never waits (no I/O, no locks, no
+    database) and returns in microseconds: it then runs in the request's own
+    thread instead of the engine pool, and its deadline is cooperative only."""
 
     def execute(self, context: EngineContext) -> Any:
         raise NotImplementedError
@@ -93,6 +97,7 @@ class FunctionEngine:
     hints: Hints = Hints()
     icons: tuple[Icon, ...] = ()
     access: AccessRule | None = None
+    blocking: bool = True
 
     def execute(self, context: EngineContext) -> Any:
         return self.function(context)
@@ -113,6 +118,7 @@ def engine(
     hints: Hints = Hints(),
     icons: tuple[Icon, ...] = (),
     access: AccessRule | None = None,
+    blocking: bool = True,
 ) -> Callable[[Execute], FunctionEngine]:
     """Turn a function of the context into an engine."""
 
@@ -128,6 +134,7 @@ def engine(
             hints=hints,
             icons=icons,
             access=access,
+            blocking=blocking,
         )
 
     return wrap

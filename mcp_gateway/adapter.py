@@ -196,15 +196,27 @@ def build_context(
 def execute(
     engine: Any, arguments: Mapping[str, Any], context: EngineContext
 ) -> types.CallToolResult:
-    """Run ``engine`` in this thread; every outcome is a tool result."""
+    """Run ``engine`` from sync code; every outcome is a tool result.
+
+    A sync engine runs in the bounded engine pool until its deadline, as under
+    :func:`aexecute`, but without an event loop; an async engine runs on this
+    thread's loop. An ``InputRequest`` is a tool error (no one to ask).
+    """
     try:
         refusal = _refusal(engine, arguments, context.principal)
         if refusal is not None:
             return refusal
-        value = engine.execute(context)
+        if is_async_engine(engine):
+            value = run_in_thread_loop(_acall(engine, context))
+        else:
+            value = deadlines.call_sync_engine(engine, context)
         if inspect.isawaitable(value):
             value = run_in_thread_loop(_awaited(value))
         return to_result(engine, value)
+    except (_DeadlineExceeded, deadlines.DeadlineExceeded):
+        return _timeout()
+    except deadlines.PoolFull:
+        return _busy()
     except Exception as exc:
         return _failure(engine, exc)
 
@@ -235,11 +247,19 @@ async def aexecute(
             return ask(value)
         return to_result(engine, value)
     except (_DeadlineExceeded, deadlines.DeadlineExceeded):
-        return tool_error("TIMEOUT", "The tool did not finish before its deadline.")
+        return _timeout()
     except deadlines.PoolFull:
-        return tool_error("BUSY", "The server is busy; try again shortly.")
+        return _busy()
     except Exception as exc:
         return _failure(engine, exc)
+
+
+def _timeout() -> types.CallToolResult:
+    return tool_error("TIMEOUT", "The tool did not finish before its deadline.")
+
+
+def _busy() -> types.CallToolResult:
+    return tool_error("BUSY", "The server is busy; try again shortly.")
 
 
 async def _acall(engine: Any, context: EngineContext) -> Any:

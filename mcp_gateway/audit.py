@@ -8,21 +8,34 @@ from typing import Any, cast
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
+from django.db import router
 from django.utils import timezone
 
 from engines_app.context import Principal
 from mcp_gateway.audit_models import ExposureEvent, ToolCall
 from mcp_gateway.callrecord import CallRecord, storable
+from mcp_gateway.compiled import CompiledInsert
+from mcp_gateway.conf import gateway_settings
 from mcp_gateway.models import Tenant
 
 REDACTED = "[redacted]"
+
+
+_insert_call = CompiledInsert(ToolCall)
+
+
+def start_record(method: str) -> CallRecord | None:
+    """A record for a ``tools/call`` while the audit log is on, else ``None``."""
+    if method != "tools/call" or not gateway_settings().AUDIT_CALLS:
+        return None
+    return CallRecord()
 
 
 def record_call(record: CallRecord, tenant: Tenant, principal: Principal) -> None:
     """Write one row for a call that reached dispatch: exactly one INSERT."""
     if record.outcome is None:
         return
-    ToolCall.objects.create(
+    call = ToolCall(
         tenant=tenant,
         tenant_slug=tenant.slug,
         user=(principal.user or "")[:150],
@@ -36,6 +49,7 @@ def record_call(record: CallRecord, tenant: Tenant, principal: Principal) -> Non
         protocol_version=record.protocol_version,
         arguments=record.arguments,
     )
+    _insert_call.insert(call, using=router.db_for_write(ToolCall))
 
 
 async def arecord_call(

@@ -7,11 +7,12 @@ from typing import Any
 
 from django.contrib.auth.backends import BaseBackend
 from django.contrib.auth.models import User
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
 from mcp_gateway import tokens
+from mcp_gateway.compiled import CompiledSelect
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.models import ApiToken, Membership, Tenant
 
@@ -53,18 +54,23 @@ class ApiTokenBackend(BaseBackend):
         return None  # never used for sessions
 
 
-def _load(prefix: str, tenant: Tenant | str) -> ApiToken | None:
+def _token_query(prefix: str, slug: str) -> QuerySet[ApiToken]:
     membership = Membership.objects.filter(
         tenant=OuterRef("tenant"), user=OuterRef("user")
     )
-    tokens = ApiToken.objects.select_related("user", "tenant").annotate(
-        is_member=Exists(membership)
+    return (
+        ApiToken.objects.select_related("user", "tenant")
+        .annotate(is_member=Exists(membership))
+        .filter(prefix=prefix, tenant__slug=slug, tenant__is_active=True)
     )
-    if isinstance(tenant, str):
-        tokens = tokens.filter(tenant__slug=tenant, tenant__is_active=True)
-    else:
-        tokens = tokens.filter(tenant=tenant)
-    return tokens.filter(prefix=prefix).first()
+
+
+_token = CompiledSelect(_token_query, "prefix", "slug")
+
+
+def _load(prefix: str, tenant: Tenant | str) -> ApiToken | None:
+    slug = tenant if isinstance(tenant, str) else tenant.slug
+    return _token.first(prefix=prefix, slug=slug)
 
 
 def _touch(token: ApiToken) -> None:

@@ -14,7 +14,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -48,6 +48,8 @@ class Catalog:
     entries: Mapping[str, CatalogEntry]
     version: int = 0
     """The tenant's catalog version this catalog was built from."""
+    encoded: dict[Any, bytes] = field(default_factory=dict, compare=False, repr=False)
+    """Encoded ``tools/list`` results of this catalog, filled by the hot path."""
 
     def get(self, name: str) -> CatalogEntry | None:
         return self.entries.get(name)

@@ -36,6 +36,7 @@ class GatewaySettings:
     ASYNC_ENDPOINT: bool | None = None
     SSE_KEEPALIVE_SECONDS: float = 15.0
     REQUEST_STATE_TTL_SECONDS: float = 600.0
+    AUDIT_CALLS: bool = True
 
 
 def user_settings() -> dict[str, Any]:

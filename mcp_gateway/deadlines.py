@@ -7,7 +7,9 @@ is busy, a call is refused (``PoolFull``) rather than left waiting.
 
 A sync engine called inside a database transaction of the request's thread
 (``ATOMIC_REQUESTS``, or a test's transaction) runs in that thread instead,
-so it shares the transaction; its deadline is then cooperative only.
+so it shares the transaction; its deadline is then cooperative only. So does
+an engine that declares ``blocking = False`` (it never waits, and returns in
+microseconds): a thread hop would cost more than the engine itself.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ class DeadlineExceeded(Exception):
 
 class PoolFull(Exception):
     """Every engine thread is busy."""
+
+
+def blocks(engine: Any) -> bool:
+    """Whether a sync engine needs the pool (all but ``blocking = False``)."""
+    return getattr(engine, "blocking", True) is not False
 
 
 def deadline_for(engine: Any) -> float | None:
@@ -115,6 +122,8 @@ async def run_sync_engine(engine: Any, context: EngineContext) -> Any:
         DeadlineExceeded: the deadline passed first (the signal is cancelled).
         PoolFull: no engine thread is free.
     """
+    if not blocks(engine):
+        return engine.execute(context)
     if _inline.get():
         return await run_sync_outside_loop(engine.execute, context)
     pool = engine_pool()
@@ -124,6 +133,31 @@ async def run_sync_engine(engine: Any, context: EngineContext) -> Any:
     with anyio.move_on_after(float("inf") if remaining is None else remaining):
         # shield: a cancelled wait must not cancel a queued run and leak a slot
         return await asyncio.shield(waiting)
+    context.signal.cancel()
+    pool.abandon(str(getattr(engine, "id", engine)))
+    raise DeadlineExceeded
+
+
+def call_sync_engine(engine: Any, context: EngineContext) -> Any:
+    """Run a sync engine from sync code (WSGI): the pool, without an event loop.
+
+    Same rules as :func:`run_sync_engine`: inside a transaction of this
+    thread the engine runs here; otherwise in the pool until its deadline.
+
+    Raises:
+        DeadlineExceeded: the deadline passed first (the signal is cancelled).
+        PoolFull: no engine thread is free.
+    """
+    if not blocks(engine) or _in_transaction():
+        return engine.execute(context)
+    pool = engine_pool()
+    running = pool.submit(engine.execute, context)
+    try:
+        return running.result(timeout=context.signal.remaining())
+    except TimeoutError:
+        if running.done():
+            raise  # the engine's own TimeoutError
+    running.add_done_callback(_retrieve)  # an abandoned run may still fail
     context.signal.cancel()
     pool.abandon(str(getattr(engine, "id", engine)))
     raise DeadlineExceeded
@@ -150,6 +184,6 @@ def _in_transaction() -> bool:
     )
 
 
-def _retrieve(future: asyncio.Future[Any]) -> None:
+def _retrieve(future: asyncio.Future[Any] | concurrent.futures.Future[Any]) -> None:
     if not future.cancelled():
         future.exception()

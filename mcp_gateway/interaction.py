@@ -31,9 +31,13 @@ UNAVAILABLE = (
 
 def can_ask(ctx: ServerRequestContext[Any, Any]) -> bool:
     """Whether this request's client can answer an input request."""
-    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+    return client_can_answer(ctx.protocol_version, ctx.meta)
+
+
+def client_can_answer(version: str, meta: Mapping[str, Any] | None) -> bool:
+    """Whether a request at ``version`` with ``_meta`` can answer input requests."""
+    if version not in MODERN_PROTOCOL_VERSIONS or not isinstance(meta, Mapping):
         return False
-    meta: Mapping[str, Any] = ctx.meta or {}
     capabilities = meta.get(types.CLIENT_CAPABILITIES_META_KEY)
     return isinstance(capabilities, Mapping) and "elicitation" in capabilities
 

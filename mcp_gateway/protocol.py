@@ -93,10 +93,12 @@ class Outcome:
     status: int
     body: dict[str, Any] | None
     headers: dict[str, str]
+    encoded: bytes | None = None
+    """``body`` already encoded as JSON, when the hot path built it so."""
 
 
 @dataclass(frozen=True)
-class _Route:
+class Route:
     version: str
     modern: bool
     client_info: Any = None
@@ -104,7 +106,7 @@ class _Route:
 
 
 @dataclass(frozen=True)
-class _Rejection:
+class Rejection:
     status: int
     error: types.ErrorData
 
@@ -139,33 +141,33 @@ async def _serve(message: dict[str, Any], scope: CallScope) -> Outcome:
     try:
         return await _answer(message, scope)
     except Exception as exc:
-        return _error_outcome(message["id"], _error_data(exc), 200)
+        return error_outcome(message["id"], error_data(exc), 200)
 
 
 async def _answer(message: dict[str, Any], scope: CallScope) -> Outcome:
     request_id = message["id"]
     method: str = message["method"]
     params = message.get("params")
-    headers = {key.lower(): value for key, value in scope.headers.items()}
-    route = _route(message, headers)
-    if isinstance(route, _Route) and route.modern:
-        route = _param_header_check(route, method, params, headers, scope.catalog)
-    if isinstance(route, _Rejection):
-        return _error_outcome(request_id, route.error, route.status)
+    headers = lowered(scope.headers)
+    route = route_of(message, headers)
+    if isinstance(route, Route) and route.modern:
+        route = param_header_check(route, method, params, headers, scope.catalog)
+    if isinstance(route, Rejection):
+        return error_outcome(request_id, route.error, route.status)
     if method == "tools/call":
-        refused = _admit_call(request_id, params, route, scope)
+        refused = admit_call(request_id, params, route, scope)
         if refused is not None:
             return refused
     try:
         result = await _dispatch(route, request_id, method, params, headers, scope)
     except Exception as exc:
-        error = _error_data(exc)
-        return _error_outcome(request_id, error, _status(route, error))
+        error = error_data(exc)
+        return error_outcome(request_id, error, _status(route, error))
     return Outcome(200, {"jsonrpc": "2.0", "id": request_id, "result": result}, {})
 
 
 async def _dispatch(
-    route: _Route,
+    route: Route,
     request_id: Any,
     method: str,
     params: Any,
@@ -186,7 +188,7 @@ async def _dispatch(
     if not route.modern:
         params = _negotiable(method, params)
     return await serve_one(
-        _server(gateway_settings().SERVER_NAME),
+        sdk_server(gateway_settings().SERVER_NAME),
         dctx,
         method,
         params,
@@ -198,7 +200,12 @@ async def _dispatch(
 # -- Era routing ------------------------------------------------------------
 
 
-def _route(message: dict[str, Any], headers: Mapping[str, str]) -> _Route | _Rejection:
+def lowered(headers: Mapping[str, str]) -> dict[str, str]:
+    """The request's headers keyed by lower-case name, as the SDK reads them."""
+    return {key.lower(): value for key, value in headers.items()}
+
+
+def route_of(message: dict[str, Any], headers: Mapping[str, str]) -> Route | Rejection:
     header = headers.get(MCP_PROTOCOL_VERSION_HEADER)
     enveloped = _has_envelope(message.get("params"))
     if message["method"] == "initialize":
@@ -206,31 +213,31 @@ def _route(message: dict[str, Any], headers: Mapping[str, str]) -> _Route | _Rej
     if header in HANDSHAKE_VERSIONS:
         return _legacy(header, enveloped)
     if header is None and not enveloped:
-        return _Route(DEFAULT_VERSION, modern=False)
+        return Route(DEFAULT_VERSION, modern=False)
     if header in MODERN_PROTOCOL_VERSIONS or enveloped:
         return _modern(message, headers)
     return _reject(400, types.INVALID_REQUEST, "Unsupported MCP-Protocol-Version.")
 
 
-def _legacy(version: str, enveloped: bool) -> _Route | _Rejection:
+def _legacy(version: str, enveloped: bool) -> Route | Rejection:
     if enveloped:
         return _reject(
             400,
             types.INVALID_REQUEST,
             "A request carrying the 2026-07-28 envelope needs that protocol version.",
         )
-    return _Route(version, modern=False)
+    return Route(version, modern=False)
 
 
-def _modern(message: dict[str, Any], headers: Mapping[str, str]) -> _Route | _Rejection:
+def _modern(message: dict[str, Any], headers: Mapping[str, str]) -> Route | Rejection:
     verdict = classify_inbound_request(message, headers=headers)
     if isinstance(verdict, InboundLadderRejection):
         return _ladder_rejection(verdict)
     return _modern_route(verdict)
 
 
-def _modern_route(verdict: InboundModernRoute) -> _Route:
-    return _Route(
+def _modern_route(verdict: InboundModernRoute) -> Route:
+    return Route(
         verdict.protocol_version,
         modern=True,
         client_info=verdict.client_info,
@@ -238,13 +245,13 @@ def _modern_route(verdict: InboundModernRoute) -> _Route:
     )
 
 
-def _param_header_check(
-    route: _Route,
+def param_header_check(
+    route: Route,
     method: str,
     params: Any,
     headers: Mapping[str, str],
     catalog: Catalog,
-) -> _Route | _Rejection:
+) -> Route | Rejection:
     if method != "tools/call" or not isinstance(params, dict):
         return route
     name = params.get("name")
@@ -280,19 +287,19 @@ def _mapping(params: Any) -> Mapping[str, Any] | None:
 # -- Errors -----------------------------------------------------------------
 
 
-def _reject(status: int, code: int, message: str) -> _Rejection:
+def _reject(status: int, code: int, message: str) -> Rejection:
     data = {"supported": list(SUPPORTED_VERSIONS)}
-    return _Rejection(status, types.ErrorData(code=code, message=message, data=data))
+    return Rejection(status, types.ErrorData(code=code, message=message, data=data))
 
 
-def _ladder_rejection(rejection: InboundLadderRejection) -> _Rejection:
+def _ladder_rejection(rejection: InboundLadderRejection) -> Rejection:
     error = types.ErrorData(
         code=rejection.code, message=rejection.message, data=rejection.data
     )
-    return _Rejection(ERROR_CODE_HTTP_STATUS.get(rejection.code, 400), error)
+    return Rejection(ERROR_CODE_HTTP_STATUS.get(rejection.code, 400), error)
 
 
-def _error_data(exc: Exception) -> types.ErrorData:
+def error_data(exc: Exception) -> types.ErrorData:
     error = handler_exception_to_error_data(exc)
     if error is not None:
         return error
@@ -300,11 +307,11 @@ def _error_data(exc: Exception) -> types.ErrorData:
     return types.ErrorData(code=types.INTERNAL_ERROR, message="Internal error")
 
 
-def _status(route: _Route, error: types.ErrorData) -> int:
+def _status(route: Route, error: types.ErrorData) -> int:
     return ERROR_CODE_HTTP_STATUS.get(error.code, 200) if route.modern else 200
 
 
-def _error_outcome(request_id: Any, error: types.ErrorData, status: int) -> Outcome:
+def error_outcome(request_id: Any, error: types.ErrorData, status: int) -> Outcome:
     dumped = error.model_dump(mode="json", by_alias=True, exclude_none=True)
     body = {"jsonrpc": "2.0", "id": request_id, "error": dumped}
     return Outcome(status, body, {})
@@ -314,7 +321,7 @@ def _error_outcome(request_id: Any, error: types.ErrorData, status: int) -> Outc
 
 
 @functools.lru_cache(maxsize=4)
-def _server(name: str) -> Server[Any]:
+def sdk_server(name: str) -> Server[Any]:
     with warnings.catch_warnings():
         # Logging is deprecated at 2026-07-28 but still served on 2025 wires.
         warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -369,19 +376,19 @@ async def _call_tool(
         raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
     arguments = params.arguments if params.arguments is not None else {}
     reply = interaction.reply_of(params)
-    context = _engine_context(scope, entry, arguments, reply)
+    context = engine_context(scope, entry, arguments, reply)
     ask = interaction.input_required if interaction.can_ask(ctx) else None
-    _note_engine(scope, entry, arguments)
+    note_engine(scope, entry, arguments)
     try:
         result = await adapter.aexecute(entry.engine, arguments, context, ask)
     except asyncio.CancelledError:
-        _finish(scope, callrecord.CANCELLED)
+        finish(scope, callrecord.CANCELLED)
         raise
-    _finish(scope, _result_outcome(result))
+    finish(scope, result_outcome(result))
     return result
 
 
-def _engine_context(
+def engine_context(
     scope: CallScope,
     entry: CatalogEntry,
     arguments: Mapping[str, Any],
@@ -402,8 +409,8 @@ def _engine_context(
 # -- Admission and audit of tools/call ----------------------------------------
 
 
-def _admit_call(
-    request_id: Any, params: Any, route: _Route, scope: CallScope
+def admit_call(
+    request_id: Any, params: Any, route: Route, scope: CallScope
 ) -> Outcome | None:
     """Start the call's audit record, then apply the rate limits (check 17)."""
     if scope.record is not None:
@@ -413,20 +420,20 @@ def _admit_call(
     if verdict.allowed:
         return None
     if verdict.unavailable:
-        _finish(scope, callrecord.FAILED)
+        finish(scope, callrecord.FAILED)
         error = types.ErrorData(code=-32000, message="Service unavailable.")
-        return _error_outcome(request_id, error, 503)
-    _finish(scope, callrecord.RATE_LIMITED)
+        return error_outcome(request_id, error, 503)
+    finish(scope, callrecord.RATE_LIMITED)
     error = types.ErrorData(
         code=-32000,
         message="Rate limit exceeded; retry later.",
         data={"retryAfter": verdict.retry_after},
     )
-    outcome = _error_outcome(request_id, error, 429)
+    outcome = error_outcome(request_id, error, 429)
     return Outcome(429, outcome.body, {"Retry-After": str(verdict.retry_after)})
 
 
-def _note_engine(
+def note_engine(
     scope: CallScope, entry: CatalogEntry, arguments: Mapping[str, Any]
 ) -> None:
     record = scope.record
@@ -437,12 +444,12 @@ def _note_engine(
     record.arguments = audit.arguments_to_keep(scope.tenant, arguments)
 
 
-def _finish(scope: CallScope, outcome: str) -> None:
+def finish(scope: CallScope, outcome: str) -> None:
     if scope.record is not None:
         scope.record.finish(outcome)
 
 
-def _result_outcome(result: types.CallToolResult | types.InputRequiredResult) -> str:
+def result_outcome(result: types.CallToolResult | types.InputRequiredResult) -> str:
     if not isinstance(result, types.CallToolResult):
         return callrecord.OK
     first = result.content[0] if result.content else None

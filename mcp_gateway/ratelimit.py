@@ -67,13 +67,15 @@ def check(tenant: Tenant, principal: Principal) -> Verdict:
 
 
 def _limits(tenant: Tenant, principal: Principal) -> list[tuple[str, Limit]]:
+    tenant_limit = _limit(tenant.calls_per_minute, tenant.burst)
+    token_limit = _limit(tenant.token_calls_per_minute, tenant.token_burst)
+    if tenant_limit is None and token_limit is None:
+        return []  # the common case pays for no key
     base = f"mcpgw:rl:{tenant.pk}:{tenant.created_at.timestamp():.6f}"
     limits = []
-    tenant_limit = _limit(tenant.calls_per_minute, tenant.burst)
     if tenant_limit is not None:
         limits.append((f"{base}:t", tenant_limit))
     caller = principal.token or (f"u:{principal.user}" if principal.user else None)
-    token_limit = _limit(tenant.token_calls_per_minute, tenant.token_burst)
     if token_limit is not None and caller is not None:
         limits.append((f"{base}:k:{caller}", token_limit))
     return limits

@@ -10,9 +10,13 @@ from __future__ import annotations
 from django.http import HttpResponse
 
 from mcp_gateway import boundary
+from mcp_gateway.compiled import CompiledSelect
 from mcp_gateway.models import Tenant
 
 _UNLOADED = object()
+_active = CompiledSelect(
+    lambda slug: Tenant.objects.filter(slug=slug, is_active=True), "slug"
+)
 
 
 class TenantLookup:
@@ -23,7 +27,7 @@ class TenantLookup:
     def get(self) -> Tenant | None:
         """The active tenant with this slug, read at most once."""
         if self._tenant is _UNLOADED:
-            self._tenant = Tenant.objects.filter(slug=self.slug, is_active=True).first()
+            self._tenant = _active.first(slug=self.slug)
         return self._tenant if isinstance(self._tenant, Tenant) else None
 
     @property

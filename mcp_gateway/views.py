@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import authenticate
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.urls import reverse
+from django.urls import get_script_prefix, get_urlconf, reverse
 from django.views.decorators.csrf import csrf_exempt
 
 from engines_app.context import Principal
-from mcp_gateway import access, audit, boundary, callrecord, jsonrpc
+from mcp_gateway import access, audit, boundary, callrecord, hotpath, jsonrpc
 from mcp_gateway.callrecord import CallRecord
 from mcp_gateway.catalog import catalog_for
 from mcp_gateway.challenge import challenge, insufficient_scope
 from mcp_gateway.conf import AUTH_DISABLED, gateway_settings
 from mcp_gateway.models import Tenant
 from mcp_gateway.oauth.fetch import AuthUnavailable
-from mcp_gateway.protocol import CallScope, handle
+from mcp_gateway.protocol import CallScope, Outcome, handle
 from mcp_gateway.tenancy import TenantLookup
 
 logger = logging.getLogger("mcp_gateway")
@@ -49,7 +51,9 @@ def _admit(
     first after the target check, as the order of checks requires.
     """
     lookup = TenantLookup(slug)
-    path = reverse("mcp_gateway:endpoint", kwargs={"slug": slug})
+    path = _endpoint_path(
+        get_script_prefix(), get_urlconf() or settings.ROOT_URLCONF, slug
+    )
     refusal = _check_origin(request, lookup) or boundary.check_target(request, path)
     if refusal is not None:
         return refusal
@@ -70,6 +74,12 @@ def _admit(
     if isinstance(message, HttpResponse):
         return message
     return (*authenticated, message)
+
+
+@functools.lru_cache(maxsize=4096)
+def _endpoint_path(prefix: str, urlconf: str, slug: str) -> str:
+    """The canonical path of a tenant's mount (``reverse`` is costly per request)."""
+    return reverse("mcp_gateway:endpoint", kwargs={"slug": slug}, urlconf=urlconf)
 
 
 def _check_origin(request: HttpRequest, lookup: TenantLookup) -> HttpResponse | None:
@@ -142,7 +152,7 @@ def call_scope(
         DatabaseError: the catalog could not be read.
     """
     catalog = catalog_for(tenant).visible_to(principal.groups)
-    record = CallRecord() if message.payload["method"] == "tools/call" else None
+    record = audit.start_record(message.payload["method"])
     if access.lacks_scope(message.payload, catalog, principal):
         if record is not None:
             _record_denied(request, record, tenant, principal, message)
@@ -170,7 +180,9 @@ def _dispatch(
         scope = call_scope(request, tenant, principal, message)
         if isinstance(scope, HttpResponse):
             return scope
-        outcome = handle(message.payload, scope)
+        outcome = hotpath.try_handle(message.payload, scope) or handle(
+            message.payload, scope
+        )
         if scope.record is not None:
             audit.record_call(scope.record, tenant, principal)
     except DatabaseError:
@@ -178,9 +190,17 @@ def _dispatch(
         return boundary.error(
             503, jsonrpc.SERVER_ERROR, "Service unavailable.", message.id
         )
-    response = JsonResponse(
-        outcome.body, status=outcome.status, json_dumps_params={"ensure_ascii": False}
-    )
+    response = _response(outcome)
     for name, value in outcome.headers.items():
         response[name] = value
     return response
+
+
+def _response(outcome: Outcome) -> HttpResponse:
+    if outcome.encoded is not None:
+        return HttpResponse(
+            outcome.encoded, status=outcome.status, content_type="application/json"
+        )
+    return JsonResponse(
+        outcome.body, status=outcome.status, json_dumps_params={"ensure_ascii": False}
+    )

@@ -21,6 +21,8 @@ class Echo(Engine):
     }
     hints = Hints(read_only=True, idempotent=True, destructive=False, open_world=False)
 
+    blocking = False  # pure computation on the input: no pool hop
+
     def execute(self, context: EngineContext) -> dict[str, Any]:
         return {"text": context.request.input["text"]}
 
@@ -42,6 +44,8 @@ class Add(Engine):
     }
     hints = Hints(read_only=True, idempotent=True, destructive=False, open_world=False)
 
+    blocking = False  # pure computation on the input: no pool hop
+
     def execute(self, context: EngineContext) -> dict[str, Any]:
         return {"sum": context.request.input["a"] + context.request.input["b"]}
 
@@ -51,6 +55,8 @@ class WhoAmI(Engine):
     name = "Who am I"
     description = "Tell which tenant, user and scopes this call runs as."
     hints = Hints(read_only=True, idempotent=True)
+
+    blocking = False  # pure computation on the input: no pool hop
 
     def execute(self, context: EngineContext) -> dict[str, Any]:
         principal = context.principal

@@ -10,8 +10,12 @@ from django.test import Client
 from django.utils import timezone
 
 from mcp_gateway import bookkeeping, tokens
+from mcp_gateway.audit_models import ToolCall
 from mcp_gateway.catalog import clear_cache
 from mcp_gateway.models import ApiToken, Tenant
+from tests.mcp_gateway.oauth_fixtures import idp, jwt_server
+
+__all__ = ["idp", "jwt_server"]
 
 
 @pytest.fixture
@@ -95,3 +99,47 @@ def test_recording_token_use_is_the_one_extra_write(
         rpc(client, issued_token.secret, *LIST)
     with django_assert_num_queries(1):
         rpc(client, issued_token.secret, *LIST)
+
+
+def test_with_the_audit_log_off_a_warm_call_costs_one_query(
+    client, used_token, django_assert_num_queries, settings
+):
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "AUDIT_CALLS": False}
+    rpc(client, used_token, *CALL)  # warms the catalog
+
+    with django_assert_num_queries(1):
+        body = rpc(client, used_token, *CALL)
+
+    assert body["result"]["structuredContent"] == {"text": "hi"}
+    assert not ToolCall.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "queries"),
+    [(*CALL, 3), (*LIST, 2)],
+    ids=["call-with-its-audit-insert", "list"],
+)
+def test_oauth_costs_one_more_query_for_the_user_and_membership(
+    client,
+    tenant,
+    jwt_server,
+    idp,
+    member,
+    django_assert_num_queries,
+    method,
+    params,
+    queries,
+):
+    bookkeeping.expose_many(tenant, ["demo.echo", "demo.add"])
+    token = idp.token()
+    rpc(client, token, method, params)  # warms the catalog and the JWKS
+
+    with django_assert_num_queries(queries) as captured:
+        body = rpc(client, token, method, params)
+
+    assert "result" in body
+    server, user = (q["sql"] for q in captured.captured_queries[:2])
+    assert "mcp_gateway_authorizationserver" in server
+    assert "mcp_gateway_tenant" in server  # the tenant comes with the servers
+    assert "auth_user" in user
+    assert "mcp_gateway_membership" in user

@@ -102,7 +102,8 @@ VENVS = {
         "gunicorn==27.0.1",
         "psycopg[binary]==3.3.9",
     ],
-    "sdk": ["mcp==2.3.0", "uvicorn==0.54.0"],
+    # uvloop, as the gateway's uvicorn rows have: the same server settings.
+    "sdk": ["mcp==2.3.0", "uvicorn==0.54.0", "uvloop==0.23.0"],
     # django-mcp-server imports FastMCP, which mcp 2.x renamed.
     "dms": [
         "django-mcp-server==0.5.7",
@@ -206,8 +207,12 @@ def environment(row: Row, db_url: str | None, secret: str) -> dict[str, str]:
         env["DJANGO_SETTINGS_MODULE"] = row.settings
     if db_url and row.server == "uvicorn":
         # Under ASGI each request's thread would keep its own connection
-        # until PostgreSQL runs out; Django advises none there.
-        db_url = db_url.replace("conn_max_age=600", "conn_max_age=0")
+        # until PostgreSQL runs out; Django advises none there, and a pool
+        # (psycopg's) rather than a new connection per request.
+        pooled = (
+            "conn_max_age=0&pool=true" if db_url.startswith(PG) else "conn_max_age=0"
+        )
+        db_url = db_url.replace("conn_max_age=600", pooled)
     env["DATABASE_URL"] = db_url or f"sqlite:///{WORK / 'unused.sqlite3'}"
     return env
 

@@ -65,6 +65,11 @@ TEMPLATES = [
 DATABASES = {
     "default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
 }
+# `?pool=true` on a PostgreSQL URL: psycopg's connection pool (with
+# `conn_max_age=0`), what an ASGI deployment wants. The URL gives a string.
+_options = DATABASES["default"].get("OPTIONS", {})
+if isinstance(_options.get("pool"), str):
+    _options["pool"] = _options["pool"].lower() in {"1", "true", "yes", "on"}
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
 
 AUTHENTICATION_BACKENDS = [

@@ -19,8 +19,10 @@ nothing more is sent.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError
@@ -28,16 +30,15 @@ from django.http import (
     HttpRequest,
     HttpResponse,
     HttpResponseBase,
-    JsonResponse,
     StreamingHttpResponse,
 )
 from django.views.decorators.csrf import csrf_exempt
 
-from mcp_gateway import audit, boundary, jsonrpc, sse
+from mcp_gateway import audit, boundary, hotpath, jsonrpc, sse
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.protocol import CallScope, Outcome, ahandle
 from mcp_gateway.streaming import Channel
-from mcp_gateway.views import _admit, call_scope
+from mcp_gateway.views import _admit, call_scope, response_of
 
 logger = logging.getLogger("mcp_gateway")
 
@@ -57,7 +58,7 @@ async def aendpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
     if _streamable(request, message):
         return await _answer_streaming(scope, message)
     try:
-        return json_response(await audited(ahandle(message.payload, scope), scope))
+        return response_of(await audited(answer(message.payload, scope), scope))
     except DatabaseError:
         logger.exception("Database unavailable while serving tenant %r", slug)
         return boundary.error(
@@ -65,10 +66,15 @@ async def aendpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
         )
 
 
-async def audited(answer: Awaitable[Outcome], scope: CallScope) -> Outcome:
+async def answer(message: dict[str, Any], scope: CallScope) -> Outcome:
+    """The hot path's answer when it has one, else the SDK's."""
+    return await hotpath.atry_handle(message, scope) or await ahandle(message, scope)
+
+
+async def audited(answering: Awaitable[Outcome], scope: CallScope) -> Outcome:
     """Await the answer, then write the call's audit row (also if cancelled)."""
     try:
-        return await answer
+        return await answering
     finally:
         if scope.record is not None:
             await audit.arecord_call(scope.record, scope.tenant, scope.principal)
@@ -109,7 +115,7 @@ async def _answer_streaming(
         log_sink=channel.log,
         record=scope.record,
     )
-    call = asyncio.ensure_future(audited(ahandle(message.payload, scope), scope))
+    call = asyncio.ensure_future(audited(answer(message.payload, scope), scope))
     call.add_done_callback(channel.wake)
     try:
         await channel.wait(_keepalive_seconds())
@@ -117,7 +123,7 @@ async def _answer_streaming(
         await _cancel(call, channel)
         raise
     if call.done() and not channel.pending:
-        return json_response(call.result())
+        return response_of(call.result())
     return StreamingHttpResponse(_events(call, channel), headers=sse.HEADERS)
 
 
@@ -133,7 +139,9 @@ async def _events(
         for notification in channel.drain():
             yield sse.event(notification)
         outcome = call.result()
-        if outcome.body is not None:
+        if outcome.encoded is not None:
+            yield sse.event(json.loads(outcome.encoded))
+        elif outcome.body is not None:
             yield sse.event(outcome.body)
     finally:
         await _cancel(call, channel)
@@ -149,14 +157,3 @@ async def _cancel(call: asyncio.Future[Outcome], channel: Channel) -> None:
 
 def _keepalive_seconds() -> float:
     return gateway_settings().SSE_KEEPALIVE_SECONDS
-
-
-def json_response(outcome: Outcome) -> HttpResponse:
-    if outcome.body is None:
-        return HttpResponse(status=outcome.status)
-    response = JsonResponse(
-        outcome.body, status=outcome.status, json_dumps_params={"ensure_ascii": False}
-    )
-    for name, value in outcome.headers.items():
-        response[name] = value
-    return response

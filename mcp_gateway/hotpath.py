@@ -1,45 +1,105 @@
 """``tools/list`` and ``tools/call`` answered without the SDK's dispatch.
 
-Under WSGI, ``serve_one`` costs an event-loop run, the SDK's middleware chain
-and a pydantic round trip per message. The two methods clients send most are
-answered here instead, for requests whose shape leaves nothing to interpret:
+``serve_one`` costs an event-loop run (under WSGI), the SDK's middleware
+chain and a pydantic round trip per message. The two methods clients send
+most are answered here instead, for requests whose shape leaves nothing to
+interpret:
 
 - ``tools/list`` with no params, or only ``_meta`` and a string ``cursor``:
   the SDK's own answer for the catalog and protocol revision, encoded once
   and kept with the catalog (a catalog lives as long as its version);
-- ``tools/call`` of a tool in the catalog whose engine is sync, with params
-  of only ``name``, an object ``arguments`` and ``_meta``, from a client that
-  cannot be asked for input: the same admission, audit record and adapter as
-  the SDK path, the engine in the bounded pool, and the result shaped with
-  the SDK's per-revision serializer.
+- ``tools/call`` of a tool in the catalog, with params of only ``name``, an
+  object ``arguments`` and ``_meta``, from a client that cannot be asked for
+  input: the same admission, audit record, adapter and deadlines as the SDK
+  path, and the result shaped with the SDK's per-revision serializer.
 
 Anything else (another method, an error to word, a retry carrying
-``requestState``, an async engine, streaming) returns ``None`` and takes the
-SDK path. ``tests/mcp_gateway/test_hotpath.py`` holds both paths to the same
-answers.
+``requestState``, a client that can answer an input request) returns
+``None`` and takes the SDK path. :func:`try_handle` serves sync code (WSGI),
+:func:`atry_handle` async code (ASGI, where progress and log lines reach the
+scope's sinks). ``tests/mcp_gateway/test_hotpath.py`` holds both paths to
+the same answers.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
 from mcp_types import methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from engines_app.engine import is_async_engine
-from mcp_gateway import adapter, interaction, protocol
-from mcp_gateway.conf import gateway_settings
-from mcp_gateway.protocol import CallScope, Outcome, Rejection, Route
+from engines_app.context import EngineContext
+from mcp_gateway import adapter, callrecord, interaction, protocol
+from mcp_gateway.catalog import CatalogEntry
+from mcp_gateway.conf import GatewaySettings, gateway_settings
+from mcp_gateway.protocol import (
+    CallScope,
+    Outcome,
+    Rejection,
+    Route,
+    ahandle,
+    handle,
+)
 
 _LIST_KEYS = frozenset({"_meta", "cursor"})
 _CALL_KEYS = frozenset({"_meta", "name", "arguments"})
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """An eligible request: its revision and, for a call, the engine's part."""
+
+    request_id: Any
+    route: Route
+    call: _Call | None = None
+
+
+@dataclass(frozen=True)
+class _Call:
+    entry: CatalogEntry
+    arguments: dict[str, Any]
+    context: EngineContext
+
+
 def try_handle(message: dict[str, Any], scope: CallScope) -> Outcome | None:
-    """Answer a plain ``tools/list`` or ``tools/call``, or return ``None``."""
+    """Answer a plain ``tools/list`` or ``tools/call``, or return ``None``.
+
+    For sync code (WSGI): a sync engine runs in the pool without a loop.
+    """
+    plan = _plan(message, scope)
+    if not isinstance(plan, _Plan):
+        return plan
+    if plan.call is None:
+        return _listed(plan, scope) or _remember(plan, scope, handle(message, scope))
+    result = adapter.execute(
+        plan.call.entry.engine, plan.call.arguments, plan.call.context
+    )
+    return _called(plan, scope, result)
+
+
+async def atry_handle(message: dict[str, Any], scope: CallScope) -> Outcome | None:
+    """The async twin (ASGI): progress and log lines reach the scope's sinks."""
+    plan = _plan(message, scope)
+    if not isinstance(plan, _Plan):
+        return plan
+    if plan.call is None:
+        listed = _listed(plan, scope)
+        return listed or _remember(plan, scope, await ahandle(message, scope))
+    call = plan.call
+    try:
+        result = await adapter.aexecute(call.entry.engine, call.arguments, call.context)
+    except asyncio.CancelledError:
+        protocol.finish(scope, callrecord.CANCELLED)
+        raise
+    return _called(plan, scope, result)
+
+
+def _plan(message: dict[str, Any], scope: CallScope) -> _Plan | Outcome | None:
+    """The plan for an eligible request, a refusal (rate limit), or ``None``."""
     method = message.get("method")
     if method not in ("tools/list", "tools/call") or "id" not in message:
         return None
@@ -50,9 +110,9 @@ def try_handle(message: dict[str, Any], scope: CallScope) -> Outcome | None:
     if route is None:
         return None
     if method == "tools/list":
-        return _list(message, route, scope)
+        return _Plan(message["id"], route)
     assert isinstance(params, dict)  # noqa: S101 - _plain requires it for a call
-    return _call(message["id"], params, route, scope)
+    return _call_plan(message["id"], params, route, scope)
 
 
 def _plain(method: str, params: Any) -> bool:
@@ -99,27 +159,33 @@ def _route(
 # -- tools/list -----------------------------------------------------------------
 
 
-def _list(message: dict[str, Any], route: Route, scope: CallScope) -> Outcome | None:
-    key = (route.version, gateway_settings())
-    result = scope.catalog.encoded.get(key)
-    if result is None:
-        outcome = protocol.handle(message, scope)
-        body = outcome.body
-        if outcome.status != 200 or body is None or "result" not in body:
-            return outcome
-        result = scope.catalog.encoded[key] = _encode(body["result"])
-    return _answer(message["id"], result)
+def _listed(plan: _Plan, scope: CallScope) -> Outcome | None:
+    """The encoded answer for this catalog and revision, if there is one."""
+    result = scope.catalog.encoded.get(_list_key(plan))
+    return None if result is None else _answer(plan.request_id, result)
+
+
+def _remember(plan: _Plan, scope: CallScope, outcome: Outcome) -> Outcome:
+    """Keep the SDK's answer, encoded, for the next request; return it."""
+    body = outcome.body
+    if outcome.status == 200 and body is not None and "result" in body:
+        scope.catalog.encoded[_list_key(plan)] = _encode(body["result"])
+    return outcome
+
+
+def _list_key(plan: _Plan) -> tuple[str, GatewaySettings]:
+    return (plan.route.version, gateway_settings())
 
 
 # -- tools/call -----------------------------------------------------------------
 
 
-def _call(
+def _call_plan(
     request_id: Any, params: dict[str, Any], route: Route, scope: CallScope
-) -> Outcome | None:
+) -> _Plan | Outcome | None:
     entry = scope.catalog.get(params["name"])
-    if entry is None or is_async_engine(entry.engine):
-        return None
+    if entry is None:
+        return None  # the SDK path words the error
     if interaction.client_can_answer(route.version, params.get("_meta")):
         return None  # the engine may ask; only the SDK path seals requestState
     refused = protocol.admit_call(request_id, params, route, scope)
@@ -128,13 +194,22 @@ def _call(
     arguments = params.get("arguments", {})
     context = protocol.engine_context(scope, entry, arguments)
     protocol.note_engine(scope, entry, arguments)
-    result = adapter.execute(entry.engine, arguments, context)
+    return _Plan(request_id, route, _Call(entry, arguments, context))
+
+
+def _called(
+    plan: _Plan,
+    scope: CallScope,
+    result: types.CallToolResult | types.InputRequiredResult,
+) -> Outcome:
     protocol.finish(scope, protocol.result_outcome(result))
     try:
-        wire = _call_result(route.version, result)
+        if not isinstance(result, types.CallToolResult):
+            raise TypeError("An input request needs the SDK path.")  # never: no ask
+        wire = _call_result(plan.route.version, result)
     except Exception as exc:
-        return protocol.error_outcome(request_id, protocol.error_data(exc), 200)
-    return _answer(request_id, _encode(wire))
+        return protocol.error_outcome(plan.request_id, protocol.error_data(exc), 200)
+    return _answer(plan.request_id, _encode(wire))
 
 
 def _call_result(version: str, result: types.CallToolResult) -> dict[str, Any]:
@@ -164,11 +239,3 @@ def _encode(value: Any) -> bytes:
 def _answer(request_id: Any, result: bytes) -> Outcome:
     head = b'{"jsonrpc":"2.0","id":' + _encode(request_id) + b',"result":'
     return Outcome(200, None, {}, encoded=head + result + b"}")
-
-
-def decoded(outcome: Outcome) -> Mapping[str, Any] | None:
-    """The outcome's body as a mapping, decoding a hot-path answer."""
-    if outcome.encoded is not None:
-        body: Mapping[str, Any] = json.loads(outcome.encoded)
-        return body
-    return outcome.body

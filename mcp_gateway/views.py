@@ -190,17 +190,24 @@ def _dispatch(
         return boundary.error(
             503, jsonrpc.SERVER_ERROR, "Service unavailable.", message.id
         )
-    response = _response(outcome)
+    return response_of(outcome)
+
+
+def response_of(outcome: Outcome) -> HttpResponse:
+    """The JSON answer of an outcome (an empty body for a 202)."""
+    response: HttpResponse
+    if outcome.encoded is not None:
+        response = HttpResponse(
+            outcome.encoded, status=outcome.status, content_type="application/json"
+        )
+    elif outcome.body is None:
+        response = HttpResponse(status=outcome.status)
+    else:
+        response = JsonResponse(
+            outcome.body,
+            status=outcome.status,
+            json_dumps_params={"ensure_ascii": False},
+        )
     for name, value in outcome.headers.items():
         response[name] = value
     return response
-
-
-def _response(outcome: Outcome) -> HttpResponse:
-    if outcome.encoded is not None:
-        return HttpResponse(
-            outcome.encoded, status=outcome.status, content_type="application/json"
-        )
-    return JsonResponse(
-        outcome.body, status=outcome.status, json_dumps_params={"ensure_ascii": False}
-    )

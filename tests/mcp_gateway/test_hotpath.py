@@ -8,6 +8,7 @@ audit record. Requests the hot path must leave to the SDK return ``None``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ from mcp_gateway import bookkeeping, hotpath
 from mcp_gateway.callrecord import CallRecord
 from mcp_gateway.catalog import catalog_for, clear_cache
 from mcp_gateway.models import Tenant
-from mcp_gateway.protocol import CallScope, Outcome, handle
+from mcp_gateway.protocol import CallScope, Outcome, ahandle, handle
 
 MODERN = "2026-07-28"
 ENGINES = (
@@ -107,12 +108,24 @@ def body_of(outcome: Outcome) -> Any:
 
 
 def both(
-    tenant: Tenant, message: dict[str, Any], headers: dict[str, str]
+    tenant: Tenant,
+    message: dict[str, Any],
+    headers: dict[str, str],
+    *,
+    run_async: bool = False,
 ) -> tuple[Outcome, CallScope, Outcome, CallScope]:
+    """Answer ``message`` on the hot path and on the SDK path (sync or async)."""
     hot_scope, sdk_scope = scope_for(tenant, headers), scope_for(tenant, headers)
-    hot = hotpath.try_handle(json.loads(json.dumps(message)), hot_scope)
+    copy = json.loads(json.dumps(message))
+    if run_async:
+        hot = asyncio.run(hotpath.atry_handle(copy, hot_scope))
+    else:
+        hot = hotpath.try_handle(copy, hot_scope)
     assert hot is not None, "the hot path declined an eligible request"
-    sdk = handle(json.loads(json.dumps(message)), sdk_scope)
+    copy = json.loads(json.dumps(message))
+    sdk = (
+        asyncio.run(ahandle(copy, sdk_scope)) if run_async else handle(copy, sdk_scope)
+    )
     return hot, hot_scope, sdk, sdk_scope
 
 
@@ -156,6 +169,7 @@ CALLS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("test_error_handling", {}),
     ("json_schema_2020_12_tool", {"name": "x", "address": {"street": "s"}}),
     ("json_schema_2020_12_tool", {"name": 1}),
+    ("test_tool_with_logging", {}),  # an async engine
 )
 
 
@@ -170,6 +184,28 @@ def test_tools_call_answers_as_the_sdk(
     hot, hot_scope, sdk, sdk_scope = both(hot_tenant, message, headers)
     assert_same(hot, sdk)
     assert_same_record(hot_scope, sdk_scope)
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", MODERN])
+@pytest.mark.parametrize(("name", "arguments"), CALLS)
+def test_the_async_twin_answers_as_the_sdk(
+    hot_tenant: Tenant, era: str, name: str, arguments: dict[str, Any]
+) -> None:
+    params = {"name": name, "arguments": arguments}
+    message, headers = request(era, "tools/call", params)
+    hot, hot_scope, sdk, sdk_scope = both(hot_tenant, message, headers, run_async=True)
+    assert_same(hot, sdk)
+    assert_same_record(hot_scope, sdk_scope)
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", MODERN])
+def test_the_async_twin_lists_as_the_sdk(hot_tenant: Tenant, era: str) -> None:
+    message, headers = request(era, "tools/list", None)
+    hot, _, sdk, _ = both(hot_tenant, message, headers, run_async=True)
+    assert_same(hot, sdk)
+    again = asyncio.run(hotpath.atry_handle(message, scope_for(hot_tenant, headers)))
+    assert again is not None
+    assert body_of(again) == body_of(sdk)
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -263,7 +299,6 @@ def test_tools_list_answer_follows_the_settings(hot_tenant: Tenant) -> None:
             {"name": "demo_echo", "_meta": {"progressToken": True}},
             None,
         ),
-        ("2025-11-25", "tools/call", {"name": "test_tool_with_logging"}, None),
         ("2025-11-25", "tools/list", {"cursor": 5}, None),
         ("2025-11-25", "tools/list", [], None),
         ("2024-11-05", "tools/list", None, None),

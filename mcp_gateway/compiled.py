@@ -56,6 +56,7 @@ class CompiledSelect(Generic[M]):
 
     ``build`` receives one placeholder string per name and must use each in
     an exact-match filter (the value reaches the SQL parameters unchanged).
+    The query is for at most one row (a unique key): its ordering is dropped.
     """
 
     def __init__(self, build: Callable[..., QuerySet[M]], *names: str) -> None:
@@ -96,7 +97,7 @@ class CompiledSelect(Generic[M]):
 
     def _plan(self, using: str) -> _Plan:
         marks = {name: _Placeholder(f"\x00compiled:{name}\x00") for name in self._names}
-        queryset = self._build(**marks)[:1]
+        queryset = self._build(**marks).order_by()[:1]  # one row: no sort
         compiler = queryset.query.get_compiler(using=using)
         sql, params = compiler.as_sql()
         slots = tuple(

@@ -1,0 +1,55 @@
+"""The reference project's settings read deploy values from the environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOW = (
+    "import json, django; from django.conf import settings; django.setup(); "
+    "d = settings.DATABASES['default']; g = settings.MCP_GATEWAY; "
+    "print(json.dumps([d['OPTIONS'], d['CONN_MAX_AGE'], g['AUDIT_CALLS']]))"
+)
+
+
+def settings_with(**env: str) -> list[object]:
+    inherited = {k: v for k, v in os.environ.items() if k != "MCP_AUDIT_CALLS"}
+    environment = {
+        **inherited,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "SECRET_KEY": "reference-settings-test-" + "k" * 40,
+        **env,
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", SHOW],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    shown: list[object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return shown
+
+
+@pytest.mark.parametrize(
+    ("query", "pool"), [("pool=true", True), ("pool=False", False), ("pool=1", True)]
+)
+def test_a_database_url_turns_psycopgs_pool_on_or_off(query: str, pool: bool) -> None:
+    url = f"postgres://postgres@127.0.0.1:5432/anything?conn_max_age=0&{query}"
+
+    options, max_age, _ = settings_with(DATABASE_URL=url)
+
+    assert options == {"pool": pool}
+    assert max_age == 0
+
+
+def test_the_audit_log_switch_comes_from_the_environment() -> None:
+    assert settings_with(MCP_AUDIT_CALLS="false")[2] is False
+    assert settings_with()[2] is True

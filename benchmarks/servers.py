@@ -39,36 +39,29 @@ class Row:
     env: tuple[tuple[str, str], ...] = ()  # the row's own settings
 
 
+def _gateway(name: str, server: str, app: str, *, audit: bool) -> Row:
+    audit_calls = ("MCP_AUDIT_CALLS", "true" if audit else "false")
+    return Row(
+        name,
+        server,
+        app,
+        "config.settings",
+        family="gateway",
+        uses_db=True,
+        env=(audit_calls,),
+    )
+
+
 ROWS = {
     row.name: row
     for row in (
-        Row(
-            "gateway-gunicorn",
-            "gunicorn",
-            "config.wsgi:application",
-            "config.settings",
-            family="gateway",
-            uses_db=True,
-            env=(("MCP_AUDIT_CALLS", "false"),),
+        _gateway(
+            "gateway-gunicorn", "gunicorn", "config.wsgi:application", audit=False
         ),
-        Row(
-            "gateway-gunicorn-audit",
-            "gunicorn",
-            "config.wsgi:application",
-            "config.settings",
-            family="gateway",
-            uses_db=True,
-            env=(("MCP_AUDIT_CALLS", "true"),),
+        _gateway(
+            "gateway-gunicorn-audit", "gunicorn", "config.wsgi:application", audit=True
         ),
-        Row(
-            "gateway-uvicorn",
-            "uvicorn",
-            "config.asgi:application",
-            "config.settings",
-            family="gateway",
-            uses_db=True,
-            env=(("MCP_AUDIT_CALLS", "false"),),
-        ),
+        _gateway("gateway-uvicorn", "uvicorn", "config.asgi:application", audit=False),
         Row(
             "ceiling",
             "gunicorn",

@@ -18,6 +18,7 @@ import pytest
 from django.test import override_settings
 
 from engines_app.context import Principal
+from engines_app.demo import basic, conformance
 from engines_app.engine import Engine, engine
 from engines_app.interaction import InputRequest
 from engines_app.models import Note
@@ -29,23 +30,10 @@ from mcp_gateway.models import Tenant
 from mcp_gateway.protocol import CallScope, Outcome, ahandle, handle
 
 MODERN = "2026-07-28"
-ENGINES = (
-    "demo.echo",
-    "demo.add",
-    "demo.whoami",
-    "demo.fail",
-    "demo.reject",
-    "demo.slow",
-    "test_simple_text",
-    "test_image_content",
-    "test_audio_content",
-    "test_embedded_resource",
-    "test_multiple_content_types",
-    "test_error_handling",
-    "test_tool_with_logging",
-    "json_schema_2020_12_tool",
+ENGINES = [
+    *(cls.id for cls in (*basic.ENGINES, *conformance.ENGINES)),
     "demo.delete_note",
-)
+]
 
 
 @pytest.fixture(autouse=True)

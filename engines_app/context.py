@@ -46,16 +46,19 @@ class EngineRequest:
 class Signal:
     """A deadline and a cancellation flag an engine may poll or wait on."""
 
+    _creating = threading.Lock()
+
     def __init__(self, deadline: float | None = None) -> None:
         self.deadline = deadline
-        self._event = threading.Event()
+        self._event: threading.Event | None = None  # made when first needed
 
     def cancel(self) -> None:
-        self._event.set()
+        self._flag().set()
 
     @property
     def cancelled(self) -> bool:
-        return self._event.is_set() or self.remaining() == 0.0
+        event = self._event
+        return (event is not None and event.is_set()) or self.remaining() == 0.0
 
     def remaining(self) -> float | None:
         """Seconds left before the deadline, or ``None`` without one."""
@@ -68,7 +71,15 @@ class Signal:
         remaining = self.remaining()
         if remaining is not None:
             seconds = min(seconds, remaining)
-        return self._event.wait(seconds) or self.cancelled
+        return self._flag().wait(seconds) or self.cancelled
+
+    def _flag(self) -> threading.Event:
+        """The event, made once even when two threads ask together."""
+        if self._event is None:
+            with self._creating:
+                if self._event is None:
+                    self._event = threading.Event()
+        return self._event
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from engines_app.engine import Hints, Icon, is_async_engine
 from engines_app.errors import EngineError
 from engines_app.interaction import InputReply, InputRequest
 from engines_app.results import Audio, Content, Image, Resource, RichResult, Text
-from mcp_gateway import deadlines
+from mcp_gateway import deadlines, simple_schema
 from mcp_gateway.dispatch_context import run_in_thread_loop
 from mcp_gateway.interaction import UNAVAILABLE
 from mcp_gateway.naming import tool_name
@@ -119,7 +119,9 @@ def _icon(icon: Icon) -> types.Icon:
 
 # -- Validators, cached per engine and schema identity -----------------------
 
-_Validators = tuple[Draft202012Validator, Draft202012Validator | None]
+_Validators = tuple[
+    Draft202012Validator, Draft202012Validator | None, simple_schema.Check | None
+]
 _validators: dict[tuple[int, int, int], tuple[object, object, object, _Validators]] = {}
 
 
@@ -140,6 +142,7 @@ def _validators_for(engine: Any) -> _Validators:
     compiled = (
         Draft202012Validator(input_schema(engine)),
         Draft202012Validator(schemas[1]) if schemas[1] is not None else None,
+        simple_schema.plain_check(input_schema(engine)),
     )
     _validators[key] = (engine, schemas[0], schemas[1], compiled)
     return compiled
@@ -151,7 +154,10 @@ def engine_output_schema(engine: Any) -> Mapping[str, Any] | None:
 
 
 def _argument_error(engine: Any, arguments: Mapping[str, Any]) -> str | None:
-    error = best_match(_validators_for(engine)[0].iter_errors(arguments))
+    validator, _, plainly_valid = _validators_for(engine)
+    if plainly_valid is not None and plainly_valid(arguments):
+        return None
+    error = best_match(validator.iter_errors(arguments))
     if error is None:
         return None
     pointer = "".join(f"/{part}" for part in error.absolute_path) or "/"

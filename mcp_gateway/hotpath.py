@@ -25,10 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
+from django.utils.datastructures import CaseInsensitiveMapping
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types import methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -147,6 +150,9 @@ def _route(
     message: dict[str, Any], method: str, params: Any, scope: CallScope
 ) -> Route | None:
     """The request's revision, or ``None`` when the SDK path must refuse it."""
+    legacy = _legacy_route(message, scope.headers)
+    if legacy is not None:
+        return legacy
     headers = protocol.lowered(scope.headers)
     route = protocol.route_of(message, headers)
     if isinstance(route, Route) and route.modern:
@@ -154,6 +160,23 @@ def _route(
             route, method, params, headers, scope.catalog
         )
     return None if isinstance(route, Rejection) else route
+
+
+def _legacy_route(message: dict[str, Any], headers: Mapping[str, str]) -> Route | None:
+    """A 2025 revision read from its one header, or ``None`` (look closer).
+
+    The 2025 routes read nothing but ``MCP-Protocol-Version`` (and the
+    message); only a 2026-07-28 request needs every header lower-cased.
+    """
+    if isinstance(headers, CaseInsensitiveMapping):
+        version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
+    else:
+        version = protocol.lowered(headers).get(MCP_PROTOCOL_VERSION_HEADER)
+    if version is not None and version not in protocol.HANDSHAKE_VERSIONS:
+        return None
+    only = {} if version is None else {MCP_PROTOCOL_VERSION_HEADER: version}
+    route = protocol.route_of(message, only)
+    return route if isinstance(route, Route) and not route.modern else None
 
 
 # -- tools/list -----------------------------------------------------------------
@@ -214,8 +237,10 @@ def _called(
 
 def _call_result(version: str, result: types.CallToolResult) -> dict[str, Any]:
     """The wire form the SDK gives a ``CallToolResult`` at ``version``."""
-    dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-    dumped = methods.serialize_server_result("tools/call", version, dumped)
+    dumped = _text_only(version, result)
+    if dumped is None:
+        dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        dumped = methods.serialize_server_result("tools/call", version, dumped)
     if version not in MODERN_PROTOCOL_VERSIONS:
         return dumped
     if dumped.get("resultType") is None:
@@ -226,6 +251,27 @@ def _call_result(version: str, result: types.CallToolResult) -> dict[str, Any]:
     ):
         stamp = protocol.sdk_server(gateway_settings().SERVER_NAME).server_info_stamp
         dumped["_meta"] = {**(meta or {}), types.SERVER_INFO_META_KEY: stamp}
+    return dumped
+
+
+def _text_only(version: str, result: types.CallToolResult) -> dict[str, Any] | None:
+    """The dump of a result of plain text blocks, built by hand, or ``None``.
+
+    What the SDK's dump and per-revision sieve give such a result (every
+    served revision keeps these members), without a pydantic round trip.
+    """
+    if result.meta is not None:
+        return None
+    blocks = []
+    for block in result.content:
+        if type(block) is not types.TextContent or block.annotations or block.meta:
+            return None
+        blocks.append({"type": "text", "text": block.text})
+    dumped: dict[str, Any] = {"content": blocks, "isError": result.is_error}
+    if result.structured_content is not None:
+        dumped["structuredContent"] = result.structured_content
+    if version in MODERN_PROTOCOL_VERSIONS:
+        dumped["resultType"] = result.result_type
     return dumped
 
 

@@ -46,8 +46,27 @@ def test_a_database_url_turns_psycopgs_pool_on_or_off(query: str, pool: bool) ->
 
     options, max_age, _ = settings_with(DATABASE_URL=url)
 
-    assert options == {"pool": pool}
+    assert options == {
+        "pool": pool,
+        "server_side_binding": True,
+        "prepare_threshold": 5,
+    }
     assert max_age == 0
+
+
+def test_postgresql_plans_the_request_query_once_unless_told_otherwise() -> None:
+    base = "postgres://postgres@127.0.0.1:5432/anything"
+    off = f"{base}?server_side_binding=false&prepare_threshold=none"
+
+    assert settings_with(DATABASE_URL=base)[0] == {
+        "server_side_binding": True,
+        "prepare_threshold": 5,
+    }
+    assert settings_with(DATABASE_URL=off)[0] == {
+        "server_side_binding": False,
+        "prepare_threshold": None,
+    }
+    assert settings_with(DATABASE_URL="sqlite:////tmp/x.sqlite3")[0] == {}
 
 
 def test_the_audit_log_switch_comes_from_the_environment() -> None:

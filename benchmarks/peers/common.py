@@ -19,7 +19,8 @@ MIDDLEWARE = [
 def database() -> dict[str, object]:
     """A Django DATABASES entry for ``sqlite:///path`` or ``postgres://…``."""
     url = urlsplit(os.environ.get("DATABASE_URL", "sqlite:///:memory:"))
-    # The same persistent connections the gateway gets from its URL.
+    # The same persistent connections (and, on PostgreSQL, prepared
+    # statements) the gateway gets from the reference project's settings.
     if url.scheme == "sqlite":
         return {
             "ENGINE": "django.db.backends.sqlite3",
@@ -33,4 +34,6 @@ def database() -> dict[str, object]:
         "HOST": url.hostname or "127.0.0.1",
         "PORT": url.port or 5432,
         "CONN_MAX_AGE": 600,
+        # The prepared statements the reference project turns on.
+        "OPTIONS": {"server_side_binding": True, "prepare_threshold": 5},
     }

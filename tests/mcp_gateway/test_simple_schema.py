@@ -28,7 +28,7 @@ JSON = st.recursive(
 
 
 @st.composite
-def simple_schemas(draw: st.DrawFn) -> dict[str, Any]:
+def simple_schemas(draw: Any) -> dict[str, Any]:
     properties = draw(
         st.dictionaries(NAMES, st.sampled_from(TYPES).map(lambda t: {"type": t}))
     )

@@ -10,6 +10,7 @@ when a change commits between the request's first read and this one.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections import OrderedDict
@@ -66,9 +67,9 @@ class Catalog:
     def __len__(self) -> int:
         return len(self.entries)
 
-    @property
+    @functools.cached_property
     def restricted(self) -> bool:
-        """True when some tool is restricted to groups."""
+        """True when some tool is restricted to groups (read per request)."""
         return any(entry.groups for entry in self.entries.values())
 
     def visible_to(self, groups: frozenset[str]) -> Catalog:

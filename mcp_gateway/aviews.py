@@ -19,7 +19,6 @@ nothing more is sent.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any
@@ -140,7 +139,7 @@ async def _events(
             yield sse.event(notification)
         outcome = call.result()
         if outcome.encoded is not None:
-            yield sse.event(json.loads(outcome.encoded))
+            yield sse.encoded_event(outcome.encoded)
         elif outcome.body is not None:
             yield sse.event(outcome.body)
     finally:

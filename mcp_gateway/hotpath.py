@@ -25,18 +25,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
-from django.utils.datastructures import CaseInsensitiveMapping
-from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types import methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from engines_app.context import EngineContext
-from mcp_gateway import adapter, callrecord, interaction, protocol
+from mcp_gateway import adapter, callrecord, interaction, jsonrpc, protocol
 from mcp_gateway.catalog import CatalogEntry
 from mcp_gateway.conf import GatewaySettings, gateway_settings
 from mcp_gateway.protocol import (
@@ -140,43 +137,20 @@ def _plain_meta(params: dict[str, Any]) -> bool:
         return False
     if "progressToken" not in meta:
         return True
-    token = meta["progressToken"]
-    return isinstance(token, str) or (
-        isinstance(token, int) and not isinstance(token, bool)
-    )
+    return jsonrpc.is_valid_id(meta["progressToken"])  # the same two types
 
 
 def _route(
     message: dict[str, Any], method: str, params: Any, scope: CallScope
 ) -> Route | None:
     """The request's revision, or ``None`` when the SDK path must refuse it."""
-    legacy = _legacy_route(message, scope.headers)
-    if legacy is not None:
-        return legacy
-    headers = protocol.lowered(scope.headers)
-    route = protocol.route_of(message, headers)
+    route = protocol.route_of(message, scope.headers)
     if isinstance(route, Route) and route.modern:
+        headers = protocol.lowered(scope.headers)
         route = protocol.param_header_check(
             route, method, params, headers, scope.catalog
         )
     return None if isinstance(route, Rejection) else route
-
-
-def _legacy_route(message: dict[str, Any], headers: Mapping[str, str]) -> Route | None:
-    """A 2025 revision read from its one header, or ``None`` (look closer).
-
-    The 2025 routes read nothing but ``MCP-Protocol-Version`` (and the
-    message); only a 2026-07-28 request needs every header lower-cased.
-    """
-    if isinstance(headers, CaseInsensitiveMapping):
-        version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
-    else:
-        version = protocol.lowered(headers).get(MCP_PROTOCOL_VERSION_HEADER)
-    if version is not None and version not in protocol.HANDSHAKE_VERSIONS:
-        return None
-    only = {} if version is None else {MCP_PROTOCOL_VERSION_HEADER: version}
-    route = protocol.route_of(message, only)
-    return route if isinstance(route, Route) and not route.modern else None
 
 
 # -- tools/list -----------------------------------------------------------------

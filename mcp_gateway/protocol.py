@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
+from django.utils.datastructures import CaseInsensitiveMapping
 from mcp.server import Server
 from mcp.server.caching import CacheHint, apply_cache_hint
 from mcp.server.connection import Connection
@@ -148,8 +149,8 @@ async def _answer(message: dict[str, Any], scope: CallScope) -> Outcome:
     request_id = message["id"]
     method: str = message["method"]
     params = message.get("params")
+    route = route_of(message, scope.headers)
     headers = lowered(scope.headers)
-    route = route_of(message, headers)
     if isinstance(route, Route) and route.modern:
         route = param_header_check(route, method, params, headers, scope.catalog)
     if isinstance(route, Rejection):
@@ -206,7 +207,12 @@ def lowered(headers: Mapping[str, str]) -> dict[str, str]:
 
 
 def route_of(message: dict[str, Any], headers: Mapping[str, str]) -> Route | Rejection:
-    header = headers.get(MCP_PROTOCOL_VERSION_HEADER)
+    """The request's revision from its headers (any case) and its envelope.
+
+    A 2025 route reads only ``MCP-Protocol-Version``; the headers are
+    lower-cased for the SDK's ladder only when the request is 2026-07-28.
+    """
+    header = version_header(headers)
     enveloped = _has_envelope(message.get("params"))
     if message["method"] == "initialize":
         enveloped = False  # the handshake never opens the modern era
@@ -215,8 +221,15 @@ def route_of(message: dict[str, Any], headers: Mapping[str, str]) -> Route | Rej
     if header is None and not enveloped:
         return Route(DEFAULT_VERSION, modern=False)
     if header in MODERN_PROTOCOL_VERSIONS or enveloped:
-        return _modern(message, headers)
+        return _modern(message, lowered(headers))
     return _reject(400, types.INVALID_REQUEST, "Unsupported MCP-Protocol-Version.")
+
+
+def version_header(headers: Mapping[str, str]) -> str | None:
+    """``MCP-Protocol-Version`` from request headers in any case."""
+    if isinstance(headers, CaseInsensitiveMapping):  # request.headers
+        return headers.get(MCP_PROTOCOL_VERSION_HEADER)
+    return lowered(headers).get(MCP_PROTOCOL_VERSION_HEADER)
 
 
 def _legacy(version: str, enveloped: bool) -> Route | Rejection:

@@ -21,7 +21,12 @@ MEDIA_TYPE = "text/event-stream"
 def event(message: Mapping[str, Any]) -> bytes:
     """Frame one JSON-RPC message as an SSE ``message`` event."""
     data = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
-    return f"event: message\ndata: {data}\n\n".encode()
+    return encoded_event(data.encode())
+
+
+def encoded_event(data: bytes) -> bytes:
+    """Frame a message already encoded as one line of JSON."""
+    return b"event: message\ndata: " + data + b"\n\n"
 
 
 def accepts_event_stream(accept: str) -> bool:

@@ -16,9 +16,10 @@ from typing import Any, get_args
 
 import mcp_types as types
 from mcp.server.connection import allowed_log_levels
-from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from mcp_gateway.protocol import version_header
 
 LEVELS: tuple[str, ...] = get_args(types.LoggingLevel)
 HANDSHAKE_LOG_LEVEL = "info"
@@ -34,9 +35,7 @@ def log_levels(params: Any, headers: Mapping[str, str]) -> frozenset[str]:
     """
     meta = params.get("_meta") if isinstance(params, Mapping) else None
     meta = meta if isinstance(meta, Mapping) else {}
-    version = {k.lower(): v for k, v in headers.items()}.get(
-        MCP_PROTOCOL_VERSION_HEADER
-    )
+    version = version_header(headers)
     if version in MODERN_PROTOCOL_VERSIONS or types.PROTOCOL_VERSION_META_KEY in meta:
         return frozenset(allowed_log_levels(MODERN_PROTOCOL_VERSIONS[0], meta))
     return frozenset(LEVELS[LEVELS.index(HANDSHAKE_LOG_LEVEL) :])

@@ -1,10 +1,37 @@
-"""What the Django peers share: the database from ``DATABASE_URL``."""
+"""What the benchmark's Django sites (the ceiling and the peers) share.
+
+The basics, the reference project's middleware stack (copied: the peers'
+virtualenvs cannot import ``config.settings``), and the database from
+``DATABASE_URL``. Each site's settings start with ``from … import *``.
+"""
 
 from __future__ import annotations
 
 import os
 from urllib.parse import urlsplit
 
+__all__ = [
+    "ALLOWED_HOSTS",
+    "DEBUG",
+    "DJANGO_APPS",
+    "MIDDLEWARE",
+    "SECRET_KEY",
+    "USE_TZ",
+    "database",
+]
+
+SECRET_KEY = os.environ.get("SECRET_KEY", "benchmark-site-not-secret")
+DEBUG = False
+ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+USE_TZ = True
+DJANGO_APPS = [
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+]
+# The same stack as config.settings, so every site pays what the gateway
+# pays for Django itself.
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

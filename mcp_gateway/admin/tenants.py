@@ -60,22 +60,14 @@ class ExposureInline(admin.TabularInline[Exposure, Tenant]):
     extra = 0
     can_delete = False
     show_change_link = True
-    fields = [
+    fields = readonly_fields = (  # shown, never edited here
         "tool_name",
         "engine_id",
         "engine_version",
         "hints",
         "status",
         "created_at",
-    ]
-    readonly_fields = [
-        "tool_name",
-        "engine_id",
-        "engine_version",
-        "hints",
-        "status",
-        "created_at",
-    ]
+    )
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from typing import Any
 
@@ -16,24 +15,12 @@ from mcp_gateway import bookkeeping, tokens
 from mcp_gateway.audit_models import ToolCall
 from mcp_gateway.catalog import clear_cache
 from mcp_gateway.models import Tenant
+from tests.rpc import post_rpc
 
 
 def call(client: Client, tenant: Tenant, secret: str, tool: str, arguments: Any):
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": tool, "arguments": arguments},
-    }
-    response = client.post(
-        f"/t/{tenant.slug}/mcp",
-        json.dumps(body),
-        content_type="application/json",
-        headers={
-            "Authorization": f"Bearer {secret}",
-            "MCP-Protocol-Version": "2025-11-25",
-        },
-    )
+    params = {"name": tool, "arguments": arguments}
+    response = post_rpc(client, secret, "tools/call", params, slug=tenant.slug)
     assert response.status_code == 200, response.content
 
 

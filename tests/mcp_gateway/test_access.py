@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -14,6 +13,7 @@ from mcp_gateway import bookkeeping, tokens
 from mcp_gateway.catalog import clear_cache
 from mcp_gateway.models import ApiToken, Exposure, Tenant
 from tests.mcp_gateway.oauth_fixtures import idp, jwt_server
+from tests.rpc import post_rpc
 
 __all__ = ["idp", "jwt_server"]
 
@@ -21,16 +21,7 @@ TOOLS = ["demo.echo", "demo.add", "test.probe"]
 
 
 def post(client: Client, secret: str, method: str, params: dict[str, Any]) -> Any:
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-    return client.post(
-        "/t/acme/mcp",
-        json.dumps(body),
-        content_type="application/json",
-        headers={
-            "Authorization": f"Bearer {secret}",
-            "MCP-Protocol-Version": "2025-11-25",
-        },
-    )
+    return post_rpc(client, secret, method, params)
 
 
 def listed(client: Client, secret: str) -> list[str]:

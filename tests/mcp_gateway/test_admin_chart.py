@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from typing import Any
 
@@ -19,6 +18,7 @@ from mcp_gateway.admin.calls_chart import calls_per_tool
 from mcp_gateway.audit_models import ToolCall
 from mcp_gateway.catalog import clear_cache
 from mcp_gateway.models import Tenant
+from tests.rpc import post_rpc
 
 
 @pytest.fixture
@@ -29,21 +29,8 @@ def admin_client(client: Client, staff: User) -> Client:
 
 
 def call(client: Client, secret: str, tool: str, arguments: Any) -> None:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": tool, "arguments": arguments},
-    }
-    response = client.post(
-        "/t/acme/mcp",
-        json.dumps(body),
-        content_type="application/json",
-        headers={
-            "Authorization": f"Bearer {secret}",
-            "MCP-Protocol-Version": "2025-11-25",
-        },
-    )
+    params = {"name": tool, "arguments": arguments}
+    response = post_rpc(client, secret, "tools/call", params)
     assert response.status_code == 200, response.content
 
 

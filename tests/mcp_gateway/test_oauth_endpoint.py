@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -13,6 +12,7 @@ from mcp_gateway import bookkeeping
 from mcp_gateway.models import Tenant
 from mcp_gateway.oauth.checks import check_public_base_url
 from tests.mcp_gateway.oauth_fixtures import idp, jwt_server
+from tests.rpc import post_rpc
 
 __all__ = ["idp", "jwt_server"]
 
@@ -21,16 +21,7 @@ WELL_KNOWN = "/.well-known/oauth-protected-resource/t/acme/mcp"
 
 
 def post(client: Client, token: str | None, method: str = "tools/list", **params: Any):
-    body = {"jsonrpc": "2.0", "id": 7, "method": method, "params": params}
-    headers = {"MCP-Protocol-Version": "2025-11-25"}
-    if token is not None:
-        headers["Authorization"] = f"Bearer {token}"
-    return client.post(
-        "/t/acme/mcp",
-        json.dumps(body),
-        content_type="application/json",
-        headers=headers,
-    )
+    return post_rpc(client, token, method, params, id=7)
 
 
 def test_a_missing_credential_challenge_points_at_the_metadata(client, jwt_server):

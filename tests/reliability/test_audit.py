@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from typing import Any
 
@@ -16,16 +15,11 @@ from engines_app.registry import EngineRegistry
 from mcp_gateway import audit, bookkeeping, callrecord, tokens
 from mcp_gateway.audit_models import ExposureEvent, Outcome, ToolCall
 from mcp_gateway.models import Tenant
+from tests.rpc import post_rpc
 
 
 def rpc(client: Client, secret: str, method: str, params: Any, id: Any = 1) -> Any:
-    body = {"jsonrpc": "2.0", "id": id, "method": method, "params": params}
-    return client.post(
-        "/t/acme/mcp",
-        json.dumps(body),
-        content_type="application/json",
-        headers={"Authorization": f"Bearer {secret}"},
-    )
+    return post_rpc(client, secret, method, params, id=id, version=None)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from engines_app.context import Principal
 from mcp_gateway import bookkeeping, ratelimit, tokens
 from mcp_gateway.audit_models import ToolCall
 from mcp_gateway.models import Tenant
+from tests.rpc import post_rpc
 
 UNREACHABLE_REDIS = {
     "BACKEND": "django.core.cache.backends.redis.RedisCache",
@@ -28,18 +29,8 @@ def _fresh_cache() -> None:
 
 
 def call(client: Client, secret: str, id: Any = 1) -> Any:
-    body = {
-        "jsonrpc": "2.0",
-        "id": id,
-        "method": "tools/call",
-        "params": {"name": "demo_echo", "arguments": {"text": "hi"}},
-    }
-    return client.post(
-        "/t/acme/mcp",
-        json.dumps(body),
-        content_type="application/json",
-        headers={"Authorization": f"Bearer {secret}"},
-    )
+    params = {"name": "demo_echo", "arguments": {"text": "hi"}}
+    return post_rpc(client, secret, "tools/call", params, id=id, version=None)
 
 
 @pytest.fixture

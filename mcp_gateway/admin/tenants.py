@@ -17,6 +17,7 @@ from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping
 from mcp_gateway.admin.authorization import AuthorizationServerInline
 from mcp_gateway.admin.calls_chart import calls_per_tool, chart_html
+from mcp_gateway.admin.permissions import ActionPermissions
 from mcp_gateway.admin.status import status_html
 from mcp_gateway.errors import BookkeepingError
 from mcp_gateway.forms import TenantForm
@@ -85,7 +86,7 @@ class ExposureInline(admin.TabularInline[Exposure, Tenant]):
 
 
 @admin.register(Tenant)
-class TenantAdmin(admin.ModelAdmin[Tenant]):
+class TenantAdmin(ActionPermissions, admin.ModelAdmin[Tenant]):
     form = TenantForm
     list_display = [
         "slug",
@@ -103,6 +104,12 @@ class TenantAdmin(admin.ModelAdmin[Tenant]):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Tenant]:
         return super().get_queryset(request).annotate(_exposures=Count("exposures"))
+
+    def get_readonly_fields(
+        self, request: HttpRequest, obj: Tenant | None = None
+    ) -> Any:
+        fixed = ["slug"] if obj is not None else []  # its URL and data hang on it
+        return [*fixed, *super().get_readonly_fields(request, obj)]
 
     def save_formset(
         self, request: HttpRequest, form: Any, formset: Any, change: bool
@@ -143,7 +150,9 @@ class TenantAdmin(admin.ModelAdmin[Tenant]):
             return "-"
         return chart_html(calls_per_tool(obj))
 
-    @admin.action(description=_("Expose all installed engines"))
+    @admin.action(
+        description=_("Expose all installed engines"), permissions=["add_exposure"]
+    )
     def expose_all(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
         def run(tenant: Tenant) -> str:
             created = bookkeeping.expose_all(tenant, by=request.user, via="admin")
@@ -151,7 +160,7 @@ class TenantAdmin(admin.ModelAdmin[Tenant]):
 
         self._each(request, queryset, run)
 
-    @admin.action(description=_("Unexpose all"))
+    @admin.action(description=_("Unexpose all"), permissions=["delete_exposure"])
     def unexpose_all(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
         def run(tenant: Tenant) -> str:
             removed = bookkeeping.clear(tenant, by=request.user, via="admin")
@@ -159,7 +168,9 @@ class TenantAdmin(admin.ModelAdmin[Tenant]):
 
         self._each(request, queryset, run)
 
-    @admin.action(description=_("Re-confirm changed exposures"))
+    @admin.action(
+        description=_("Re-confirm changed exposures"), permissions=["change_exposure"]
+    )
     def confirm_changed(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
         def run(tenant: Tenant) -> str:
             states = bookkeeping.states(tenant.exposures.all())

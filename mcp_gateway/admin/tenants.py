@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +23,10 @@ from mcp_gateway.admin.status import status_html
 from mcp_gateway.errors import BookkeepingError
 from mcp_gateway.forms import TenantForm
 from mcp_gateway.models import AuthorizationServer, Exposure, Membership, Tenant
+from mcp_gateway.oauth import config as oauth_config
 from mcp_gateway.oauth.resource import resource_url
+
+logger = logging.getLogger("mcp_gateway")
 
 HINT_LABELS = {
     "read_only": _("read-only"),
@@ -35,6 +39,11 @@ COPY_SCRIPT = (
     " navigator.clipboard ? navigator.clipboard.writeText(f.value)"
     " : document.execCommand('copy');"
 )
+
+
+def _urls(servers: list[AuthorizationServer]) -> list[str]:
+    fields = ("issuer", "jwks_uri", "introspection_endpoint")
+    return [url for server in servers for f in fields if (url := getattr(server, f))]
 
 
 def hint_labels(engine: Any) -> str:
@@ -115,11 +124,22 @@ class TenantAdmin(ActionPermissions, admin.ModelAdmin[Tenant]):
         self, request: HttpRequest, form: Any, formset: Any, change: bool
     ) -> None:
         super().save_formset(request, form, formset, change)
-        changed = formset.new_objects or formset.changed_objects
-        if formset.model is AuthorizationServer and (
-            changed or formset.deleted_objects
-        ):
+        if formset.model is not AuthorizationServer:
+            return
+        changed = [
+            *formset.new_objects,
+            *(obj for obj, _fields in formset.changed_objects),
+        ]
+        if changed or formset.deleted_objects:
             bookkeeping.access_changed(form.instance)
+        for host in oauth_config.unresolved_hosts(_urls(changed)):
+            message = _(
+                "%(host)s does not resolve now; the gateway checks it again "
+                "at every fetch and refuses it if it resolves to a private "
+                "address."
+            ) % {"host": host}
+            logger.warning("Authorization server host %s does not resolve.", host)
+            self.message_user(request, message, messages.WARNING)
 
     @admin.display(description=_("exposures"), ordering="_exposures")
     def exposure_count(self, obj: Tenant) -> int:

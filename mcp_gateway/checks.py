@@ -31,6 +31,15 @@ def check_settings(
         )
         for key in sorted(unknown_keys())
     ]
+    cap = gateway_settings().MAX_CONCURRENT_CALLS_PER_TENANT
+    if cap is not None and (not isinstance(cap, int) or cap < 1):
+        errors.append(
+            checks.Error(
+                f"MCP_GATEWAY['MAX_CONCURRENT_CALLS_PER_TENANT'] is {cap!r}.",
+                hint="Use a positive number of calls, or None for no cap.",
+                id="mcp_gateway.E005",
+            )
+        )
     if gateway_settings().AUTH_MODE not in (AUTH_REQUIRED, AUTH_DISABLED):
         errors.append(
             checks.Error(

@@ -38,6 +38,16 @@ def test_known_gateway_keys_pass(settings):
     assert check_settings(None) == []
 
 
+@pytest.mark.parametrize("cap", [0, -1, "8", 2.5])
+def test_a_concurrency_cap_that_is_no_positive_number_is_e005(settings, cap):
+    settings.MCP_GATEWAY = {
+        **settings.MCP_GATEWAY,
+        "MAX_CONCURRENT_CALLS_PER_TENANT": cap,
+    }
+
+    assert ids(check_settings(None)) == ["mcp_gateway.E005"]
+
+
 def test_an_unknown_auth_mode_is_e002(settings):
     settings.MCP_GATEWAY = {"AUTH_MODE": "sometimes"}
 

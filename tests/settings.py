@@ -29,7 +29,9 @@ MCP_GATEWAY = {
     )
     == "1",
 }
-ALLOWED_HOSTS = ["testserver", "localhost", "127.0.0.1", "[::1]"]
+ALLOWED_HOSTS = ["localhost", "127.0.0.1", "[::1]"]
+if os.environ.get("MCPGW_TEST_LOOPBACK_ONLY") != "1":
+    ALLOWED_HOSTS.append("testserver")  # Django's test client
 SECRET_KEY = "tests-only-secret-key-not-for-deployment-0123456789abcdef"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -25,7 +26,8 @@ class Pagination(pagination.PageNumberPagination):
 
 
 class StrictJSONParser(parsers.JSONParser):
-    """JSON whose strings every database can store: no NUL, no surrogates."""
+    """JSON every database can store: no NUL, no surrogates, finite numbers,
+    and nesting the parser can follow (deeper is a 400, not a crash)."""
 
     def parse(
         self,
@@ -33,16 +35,22 @@ class StrictJSONParser(parsers.JSONParser):
         media_type: str | None = None,
         parser_context: Mapping[str, Any] | None = None,
     ) -> Any:
-        data = super().parse(stream, media_type, parser_context)
-        if not storable(data):
-            raise exceptions.ParseError(
-                "JSON strings must not contain NUL characters or lone surrogates."
-            )
+        try:
+            data = super().parse(stream, media_type, parser_context)
+            if not storable(data):
+                raise exceptions.ParseError(
+                    "JSON must not hold NUL characters, lone surrogates or "
+                    "numbers too large to store."
+                )
+        except RecursionError as exc:
+            raise exceptions.ParseError("JSON nested too deep.") from exc
         return data
 
 
 def storable(value: Any) -> bool:
-    """Tell whether every string in a JSON value can be stored as text."""
+    """Tell whether every string and number in a JSON value can be stored."""
+    if isinstance(value, float):
+        return math.isfinite(value)
     if isinstance(value, dict):
         return all(storable(k) and storable(v) for k, v in value.items())
     if isinstance(value, list):

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 from django.core import checks
 
+from mcp_gateway import bookkeeping
 from mcp_gateway.checks import (
     check_auth_mode,
     check_secret_key,
@@ -145,3 +146,36 @@ def test_the_stale_check_is_a_database_check():
     stale: object = check_stale_exposures
     tags = [getattr(c, "tags", ()) for c in registered if c is stale]
     assert [list(t) for t in tags] == [[checks.Tags.database]]
+
+
+@pytest.mark.django_db
+def test_disabled_auth_serves_a_loopback_development_setup(client, settings, tenant):
+    settings.DEBUG = True
+    settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "AUTH_MODE": AUTH_DISABLED}
+    bookkeeping.expose(tenant, "demo.echo")
+
+    response = client.post(
+        "/t/acme/mcp",
+        '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+        content_type="application/json",
+        headers={"Host": "127.0.0.1"},
+    )
+
+    assert response.status_code == 200
+    assert [t["name"] for t in response.json()["result"]["tools"]] == ["demo_echo"]
+
+
+@pytest.mark.django_db
+def test_disabled_auth_anywhere_else_refuses_every_request(client, settings, tenant):
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "AUTH_MODE": AUTH_DISABLED}
+    bookkeeping.expose(tenant, "demo.echo")
+
+    response = client.post(
+        "/t/acme/mcp",
+        '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+        content_type="application/json",
+    )
+
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == -32000

@@ -121,6 +121,8 @@ def test_a_tenants_allowed_origin_is_allowed(server, secret):
 def test_a_query_or_absolute_target_is_a_400(server, secret, target):
     if server.kind == "uvicorn" and target.endswith("?"):
         pytest.skip("uvicorn drops an empty query: the target reaches the app bare")
+    if server.kind == "uvicorn" and target.startswith("http:"):
+        pytest.skip("httptools hands uvicorn the path of an absolute-form target")
 
     response = post(server, secret, target=target)
 

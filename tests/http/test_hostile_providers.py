@@ -1,6 +1,6 @@
 """Hostile identity providers and a dead cache, against live servers.
 
-The gateway runs under gunicorn and uvicorn with a 1 s fetch deadline and a
+The gateway runs under gunicorn and uvicorn with a 2 s fetch deadline and a
 4 KiB body cap; the providers are ``tests.live.idp`` servers on loopback.
 Each case asserts the answer (a JSON 503 in the endpoint's shape) and how
 often the provider was reached, never how long anything took.
@@ -42,7 +42,7 @@ def start(
         tmp,
         port=port,
         MCPGW_TEST_PUBLIC_BASE_URL=f"http://127.0.0.1:{port}",
-        MCP_JWKS_TIMEOUT_SECONDS="1",
+        MCP_JWKS_TIMEOUT_SECONDS="2",
         MCP_OAUTH_MAX_RESPONSE_BYTES="4096",
         **env,
     ) as live:

@@ -14,11 +14,18 @@ from django.urls import get_script_prefix, get_urlconf, reverse
 from django.views.decorators.csrf import csrf_exempt
 
 from engines_app.context import Principal
-from mcp_gateway import access, audit, boundary, callrecord, hotpath, jsonrpc
+from mcp_gateway import (
+    access,
+    audit,
+    boundary,
+    callrecord,
+    checks,
+    hotpath,
+    jsonrpc,
+)
 from mcp_gateway.callrecord import CallRecord
 from mcp_gateway.catalog import catalog_for
 from mcp_gateway.challenge import challenge, insufficient_scope
-from mcp_gateway.checks import auth_may_be_disabled
 from mcp_gateway.conf import AUTH_DISABLED, gateway_settings
 from mcp_gateway.models import Tenant
 from mcp_gateway.oauth.fetch import AuthUnavailable
@@ -89,7 +96,7 @@ def _check_auth_mode() -> HttpResponse | None:
     """Refuse every request while authentication is disabled outside a
     loopback development setup: system checks do not run under gunicorn or
     uvicorn, so check E003 alone would not stop it."""
-    if gateway_settings().AUTH_MODE != AUTH_DISABLED or auth_may_be_disabled():
+    if gateway_settings().AUTH_MODE != AUTH_DISABLED or checks.auth_may_be_disabled():
         return None
     logger.error(
         "MCP authentication is disabled outside a loopback development setup "

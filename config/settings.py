@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import django_stubs_ext
 import environ
-
-django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -31,6 +28,9 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "engines_app",
     "mcp_gateway",
+    # The demo engines, their notes and `mcp_demo`: the reference project's
+    # own app, not part of the distributed package.
+    "demo",
 ]
 
 MIDDLEWARE = [
@@ -87,9 +87,9 @@ if isinstance(_threshold, str):
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
 
 AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
     "mcp_gateway.backends.ApiTokenBackend",
     "mcp_gateway.oauth.backend.OAuthBackend",
-    "django.contrib.auth.backends.ModelBackend",
 ]
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -108,9 +108,9 @@ MCP_GATEWAY = {
     "ENGINES": env.list(
         "MCP_ENGINES",
         default=[
-            "engines_app.demo.basic.ENGINES",
-            "engines_app.demo.conformance.ENGINES",
-            "engines_app.demo.notes.ENGINES",
+            "demo.basic.ENGINES",
+            "demo.conformance.ENGINES",
+            "demo.notes.ENGINES",
         ],
     ),
     "AUTH_MODE": env.str("MCP_AUTH_MODE", default="required"),

@@ -19,6 +19,5 @@ class McpGatewayConfig(AppConfig):
         load_dotted(gateway_settings().ENGINES)
         checks.register(gateway_checks.check_settings)
         checks.register(gateway_checks.check_auth_mode)
-        checks.register(gateway_checks.check_secret_key)
         checks.register(oauth_checks.check_public_base_url)
         checks.register(gateway_checks.check_stale_exposures, checks.Tags.database)

@@ -87,17 +87,3 @@ def check_stale_exposures(
         for slug, engine_id in rows
         if engine_id not in default_registry
     ]
-
-
-def check_secret_key(
-    app_configs: Sequence[AppConfig] | None, **kwargs: Any
-) -> list[checks.CheckMessage]:
-    if settings.DEBUG or not str(settings.SECRET_KEY).startswith("django-insecure-"):
-        return []
-    return [
-        checks.Error(
-            "SECRET_KEY is the insecure development default while DEBUG is off.",
-            hint="Set the SECRET_KEY environment variable to a long random value.",
-            id="mcp_gateway.E004",
-        )
-    ]

@@ -95,7 +95,9 @@ def _authenticate(
         tenant = lookup.get()
         if tenant is None:
             return boundary.plain(404, "Not found.")
-        return tenant, Principal(tenant=tenant.slug, scopes=ANONYMOUS_SCOPES)
+        return tenant, Principal(
+            tenant=tenant.slug, tenant_id=tenant.pk, scopes=ANONYMOUS_SCOPES
+        )
     token = boundary.bearer_token(request)
     user = None
     if token is not None:
@@ -119,6 +121,7 @@ def _principal(tenant: Tenant, user: Any) -> Principal:
     scopes = getattr(user, "mcp_scopes", None) or (token.scopes if token else ())
     return Principal(
         tenant=tenant.slug,
+        tenant_id=tenant.pk,
         user=user.get_username(),
         token=token.prefix if token else None,
         scopes=frozenset(scopes),

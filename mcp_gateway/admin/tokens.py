@@ -11,12 +11,13 @@ from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from mcp_gateway import tokens
+from mcp_gateway.admin.users import UserFieldMixin
 from mcp_gateway.forms import ApiTokenForm
 from mcp_gateway.models import ApiToken
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
+class ApiTokenAdmin(UserFieldMixin, admin.ModelAdmin[ApiToken]):
     list_display = [
         "prefix",
         "tenant",
@@ -29,9 +30,9 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
         "last_used_at",
     ]
     list_filter = ["tenant", ("revoked_at", admin.EmptyFieldListFilter)]
-    search_fields = ["prefix", "name", "user__username", "tenant__slug"]
+    search_fields = ["prefix", "name", "tenant__slug"]  # and the user's login
     list_select_related = ["tenant", "user"]
-    autocomplete_fields = ["tenant", "user"]
+    autocomplete_fields = ["tenant"]  # and the user, when the site allows
     actions = ["revoke_selected"]
     add_fields = ["tenant", "user", "name", "scopes", "expires_in"]
     view_fields = list_display

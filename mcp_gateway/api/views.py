@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
 from engines_app.registry import default_registry
-from mcp_gateway import bookkeeping, tokens
+from mcp_gateway import bookkeeping, tokens, users
 from mcp_gateway.api import serializers
 from mcp_gateway.api.base import StaffViewSet
 from mcp_gateway.api.filters import BooleanFilter, ToolCallFilter
@@ -56,10 +56,12 @@ class MembershipViewSet(
     """Members and their roles; POST adds a member or changes the role."""
 
     serializer_class = serializers.MembershipSerializer
-    lookup_field = "user__username"
+    # ``username`` in the route is the value of the user model's
+    # USERNAME_FIELD (an email on a site that signs in by email).
+    lookup_field = f"user__{users.login_field()}"
     lookup_url_kwarg = "username"
     filter_backends = [SearchFilter]
-    search_fields = ["user__username", "user__email"]
+    search_fields = users.search_fields()
 
     def get_queryset(self) -> QuerySet[Membership]:
         return self.tenant.memberships.select_related("user")
@@ -134,7 +136,7 @@ class ApiTokenViewSet(
     serializer_class = serializers.ApiTokenSerializer
     lookup_field = "prefix"
     filter_backends = [SearchFilter]
-    search_fields = ["prefix", "name", "user__username"]
+    search_fields = ["prefix", "name", *users.search_fields()]
 
     def get_queryset(self) -> QuerySet[ApiToken]:
         return self.tenant.tokens.select_related("user")

@@ -5,7 +5,6 @@ from django.core import checks
 
 from mcp_gateway.checks import (
     check_auth_mode,
-    check_secret_key,
     check_settings,
     check_stale_exposures,
 )
@@ -20,7 +19,6 @@ def ids(messages: list[checks.CheckMessage]) -> list[str | None]:
 def test_the_test_settings_pass_the_settings_checks():
     assert check_settings(None) == []
     assert check_auth_mode(None) == []
-    assert check_secret_key(None) == []
 
 
 def test_an_unknown_gateway_key_is_e001(settings):
@@ -74,26 +72,6 @@ def test_required_auth_is_silent_anywhere(settings):
     settings.ALLOWED_HOSTS = ["example.com"]
 
     assert check_auth_mode(None) == []
-
-
-def test_the_insecure_default_secret_key_without_debug_is_e004(settings):
-    settings.SECRET_KEY = "django-insecure-reference-project-development-only-key"
-    settings.DEBUG = False
-
-    assert ids(check_secret_key(None)) == ["mcp_gateway.E004"]
-
-
-def test_the_insecure_default_secret_key_with_debug_is_allowed(settings):
-    settings.SECRET_KEY = "django-insecure-reference-project-development-only-key"
-    settings.DEBUG = True
-
-    assert check_secret_key(None) == []
-
-
-def test_a_real_secret_key_passes(settings):
-    settings.DEBUG = False
-
-    assert check_secret_key(None) == []
 
 
 def test_a_stale_exposure_is_w001(tenant):

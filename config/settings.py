@@ -14,6 +14,9 @@ SECRET_KEY = env.str(
 )
 DEBUG = env.bool("DEBUG", default=False)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+# Served under a path prefix behind a proxy that strips it, e.g. "/mcp";
+# gunicorn's SCRIPT_NAME does the same when the proxy keeps the prefix.
+FORCE_SCRIPT_NAME = env.str("FORCE_SCRIPT_NAME", default=None)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -19,5 +19,6 @@ class McpGatewayConfig(AppConfig):
         load_dotted(gateway_settings().ENGINES)
         checks.register(gateway_checks.check_settings)
         checks.register(gateway_checks.check_auth_mode)
+        checks.register(gateway_checks.check_public_base_url_origin)
         checks.register(oauth_checks.check_public_base_url)
         checks.register(gateway_checks.check_stale_exposures, checks.Tags.database)

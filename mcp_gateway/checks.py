@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.apps import AppConfig
 from django.conf import settings
@@ -86,4 +87,40 @@ def check_stale_exposures(
         )
         for slug, engine_id in rows
         if engine_id not in default_registry
+    ]
+
+
+def check_public_base_url_origin(
+    app_configs: Sequence[AppConfig] | None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """``PUBLIC_BASE_URL`` is a scheme and a host (and port), nothing more.
+
+    The mounts' paths come from ``reverse()``, which already includes the
+    script prefix; a path here would be counted twice (or be a guess).
+    """
+    base = gateway_settings().PUBLIC_BASE_URL
+    if not base:
+        return []
+    try:
+        parts = urlsplit(base)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        parts = None
+    if (
+        parts is not None
+        and parts.scheme in ("http", "https")
+        and parts.hostname
+        and parts.path in ("", "/")
+        and not (parts.query or parts.fragment or parts.username or parts.password)
+    ):
+        return []
+    return [
+        checks.Error(
+            f"MCP_GATEWAY['PUBLIC_BASE_URL'] is {base!r}; it must be "
+            "scheme://host[:port] only, without a path, query or fragment.",
+            hint="A site served under a path prefix sets FORCE_SCRIPT_NAME (or "
+            "its server passes SCRIPT_NAME); the mount URLs include the prefix "
+            "from there, e.g. https://example.com + /sub/t/<slug>/mcp.",
+            id="mcp_gateway.E011",
+        )
     ]

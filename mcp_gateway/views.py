@@ -51,10 +51,11 @@ def _admit(
     first after the target check, as the order of checks requires.
     """
     lookup = TenantLookup(slug)
-    path = _endpoint_path(
-        get_script_prefix(), get_urlconf() or settings.ROOT_URLCONF, slug
+    prefix = get_script_prefix()
+    path = _endpoint_path(prefix, get_urlconf() or settings.ROOT_URLCONF, slug)
+    refusal = _check_origin(request, lookup) or boundary.check_target(
+        request, path, prefix
     )
-    refusal = _check_origin(request, lookup) or boundary.check_target(request, path)
     if refusal is not None:
         return refusal
     refusal = (

@@ -132,6 +132,7 @@ MCP_GATEWAY = {
         "MCP_ALLOW_INSECURE_LOOPBACK_ISSUERS", default=False
     ),
     "AUDIT_CALLS": env.bool("MCP_AUDIT_CALLS", default=True),
+    "SIGNAL_BEARER_FAILURES": env.bool("MCP_SIGNAL_BEARER_FAILURES", default=True),
 }
 
 # The management API (mcp_gateway.api) sets its own authentication,

@@ -7,14 +7,13 @@ import logging
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import authenticate
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import get_script_prefix, get_urlconf, reverse
 from django.views.decorators.csrf import csrf_exempt
 
 from engines_app.context import Principal
-from mcp_gateway import access, audit, boundary, callrecord, hotpath, jsonrpc
+from mcp_gateway import access, audit, bearer, boundary, callrecord, hotpath, jsonrpc
 from mcp_gateway.callrecord import CallRecord
 from mcp_gateway.catalog import catalog_for
 from mcp_gateway.challenge import challenge, insufficient_scope
@@ -103,8 +102,8 @@ def _authenticate(
     user = None
     if token is not None:
         try:
-            user = authenticate(
-                request, bearer_token=token, tenant=lookup.loaded or lookup.slug
+            user = bearer.authenticate_bearer(
+                request, token, lookup.loaded or lookup.slug
             )
         except AuthUnavailable:
             logger.exception("Authorization server unavailable for %r", lookup.slug)

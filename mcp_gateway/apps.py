@@ -20,5 +20,6 @@ class McpGatewayConfig(AppConfig):
         checks.register(gateway_checks.check_settings)
         checks.register(gateway_checks.check_auth_mode)
         checks.register(gateway_checks.check_public_base_url_origin)
+        checks.register(gateway_checks.check_api_requirements, checks.Tags.urls)
         checks.register(oauth_checks.check_public_base_url)
         checks.register(gateway_checks.check_stale_exposures, checks.Tags.database)

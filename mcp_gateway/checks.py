@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from django.apps import AppConfig
+from django.apps import AppConfig, apps
 from django.conf import settings
 from django.core import checks
 from django.db import DatabaseError, connections, router
+from django.urls import URLResolver, get_resolver
 
 from mcp_gateway.conf import (
     AUTH_DISABLED,
@@ -124,3 +125,40 @@ def check_public_base_url_origin(
             id="mcp_gateway.E011",
         )
     ]
+
+
+API_URLCONF = "mcp_gateway.api.urls"
+API_APPS = ("rest_framework", "rest_framework.authtoken")
+
+
+def check_api_requirements(
+    app_configs: Sequence[AppConfig] | None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """The management API, once a URLconf includes it, needs DRF's apps."""
+    if not _includes(get_resolver().url_patterns, API_URLCONF):
+        return []
+    missing = [name for name in API_APPS if not apps.is_installed(name)]
+    if not missing:
+        return []
+    return [
+        checks.Error(
+            f"The URLconf includes {API_URLCONF!r}, which needs "
+            f"{', '.join(repr(m) for m in missing)} in INSTALLED_APPS.",
+            hint="Add 'rest_framework' and 'rest_framework.authtoken' to "
+            "INSTALLED_APPS (and migrate), or do not include the API. Its "
+            "schema and docs routes also need drf-spectacular: pip install "
+            "'django-mcp-gateway[api-docs]' and add 'drf_spectacular'.",
+            id="mcp_gateway.E020",
+        )
+    ]
+
+
+def _includes(patterns: Sequence[Any], urlconf: str) -> bool:
+    for pattern in patterns:
+        if not isinstance(pattern, URLResolver):
+            continue
+        module = pattern.urlconf_name
+        name = module if isinstance(module, str) else getattr(module, "__name__", "")
+        if name == urlconf or _includes(pattern.url_patterns, urlconf):
+            return True
+    return False

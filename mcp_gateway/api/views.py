@@ -9,7 +9,6 @@ from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.http import HttpRequest, JsonResponse
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status
 from rest_framework.filters import SearchFilter
 from rest_framework.request import Request
@@ -21,6 +20,7 @@ from mcp_gateway import bookkeeping, tokens, users
 from mcp_gateway.api import serializers
 from mcp_gateway.api.base import StaffViewSet
 from mcp_gateway.api.filters import BooleanFilter, ToolCallFilter
+from mcp_gateway.api.openapi import OpenApiParameter, extend_schema
 from mcp_gateway.audit_models import ToolCall
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
 

@@ -4,6 +4,7 @@ import pytest
 from django.core import checks
 
 from mcp_gateway.checks import (
+    check_api_requirements,
     check_auth_mode,
     check_settings,
     check_stale_exposures,
@@ -113,3 +114,33 @@ def test_the_stale_check_is_a_database_check():
     stale: object = check_stale_exposures
     tags = [getattr(c, "tags", ()) for c in registered if c is stale]
     assert [list(t) for t in tags] == [[checks.Tags.database]]
+
+
+# The management API's requirements
+
+
+def test_the_reference_urlconf_with_drf_installed_passes():
+    assert check_api_requirements(None) == []
+
+
+def test_including_the_api_without_drfs_apps_is_e020(settings):
+    settings.INSTALLED_APPS = [
+        app
+        for app in settings.INSTALLED_APPS
+        if app not in ("rest_framework.authtoken", "drf_spectacular")
+    ]
+
+    messages = check_api_requirements(None)
+
+    assert ids(messages) == ["mcp_gateway.E020"]
+    assert "'rest_framework.authtoken'" in messages[0].msg
+    assert "'rest_framework'," not in messages[0].msg
+
+
+def test_a_urlconf_without_the_api_needs_nothing(settings):
+    settings.ROOT_URLCONF = "mcp_gateway.urls"
+    settings.INSTALLED_APPS = [
+        app for app in settings.INSTALLED_APPS if not app.startswith("rest_framework")
+    ]
+
+    assert check_api_requirements(None) == []

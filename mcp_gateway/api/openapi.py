@@ -18,7 +18,26 @@ from django.apps import apps
 SPECTACULAR = importlib.util.find_spec("drf_spectacular") is not None
 
 if SPECTACULAR:
-    from drf_spectacular.utils import OpenApiParameter, extend_schema
+    from drf_spectacular.utils import OpenApiParameter
+    from drf_spectacular.utils import extend_schema as _extend_schema
+
+    def extend_schema(**kwargs: Any) -> Callable[[Any], Any]:
+        """drf-spectacular's ``extend_schema``, built on the gateway's schema.
+
+        drf-spectacular builds a decorated method's schema on the site's
+        ``DEFAULT_SCHEMA_CLASS`` (DRF's own unless the site points it at
+        drf-spectacular's); the API must not depend on that global, so each
+        method names the gateway's schema class first.
+        """
+        decorate = _extend_schema(**kwargs)
+
+        def decorator(view: Any) -> Any:
+            if getattr(view, "schema", None) is None:
+                view.schema = _gateway_schema_class()
+            return decorate(view)
+
+        return decorator
+
 else:  # pragma: no cover - exercised by the host-site suite
 
     def extend_schema(  # type: ignore[misc]
@@ -39,12 +58,16 @@ def enabled() -> bool:
     return SPECTACULAR and apps.is_installed("drf_spectacular")
 
 
+def _gateway_schema_class() -> type[Any]:
+    from mcp_gateway.api.schema import GatewayAutoSchema
+
+    return GatewayAutoSchema
+
+
 def view_schema() -> Any:
     """The views' schema generator: the gateway's own, or DRF's default."""
     if not SPECTACULAR:
         from rest_framework.schemas import DefaultSchema
 
         return DefaultSchema()
-    from mcp_gateway.api.schema import GatewayAutoSchema
-
-    return GatewayAutoSchema()
+    return _gateway_schema_class()()

@@ -154,3 +154,11 @@ def test_without_drf_spectacular_in_installed_apps_the_schema_routes_are_404(
     assert schema.status_code == docs.status_code == 404
     assert schema.json() == {"code": "not_found", "detail": "Not found."}
     assert engines.status_code == 200
+
+
+def test_decorated_actions_build_on_the_gateway_schema_not_the_sites_default():
+    from mcp_gateway.api.schema import GatewayAutoSchema
+    from mcp_gateway.api.views import ApiTokenViewSet, ExposureViewSet
+
+    for method in (ApiTokenViewSet.create, ExposureViewSet.expose_all):
+        assert issubclass(method.kwargs["schema"], GatewayAutoSchema)

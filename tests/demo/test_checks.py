@@ -37,7 +37,7 @@ def test_no_check_of_the_app_reports_the_reference_projects_key(settings):
     registered = checks.registry.registry.get_checks(include_deployment_checks=True)
 
     gateway = [c for c in registered if c.__module__.startswith("mcp_gateway")]
-    found = [m.id for check in gateway for m in check(None, databases=None)]
+    found = [m.id for check in gateway for m in check(app_configs=None, databases=None)]
 
     assert "mcp_gateway.E004" not in found
     assert "mcp_gateway.E004" in ids(check_secret_key(None))

@@ -113,6 +113,15 @@ def imports_from_the_wheel(site: Site) -> None:
     expect(Path(engines).is_relative_to(SITE_PACKAGES), f"engines_app from {engines}")
     expect(Path(config).is_relative_to(site.root), f"config from {config}")
     expect(demo == "None", "the demo app is importable")
+    admin = site.run(
+        PYTHON,
+        "-c",
+        "import importlib.util as u, os, django;"
+        "os.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings';"
+        "assert u.find_spec('django_stubs_ext') is None, 'django-stubs-ext';"
+        "django.setup(); import mcp_gateway.admin; print('ok')",
+    )
+    expect(admin.stdout.strip() == "ok", f"import mcp_gateway.admin: {admin.stderr}")
 
 
 def user_model_before_first_migrate(site: Site) -> None:
@@ -266,7 +275,7 @@ def uninstall(site: Site) -> None:
 
 STEPS = [
     ("startproject config . and the site's files", generate),
-    ("the app imports from the wheel", imports_from_the_wheel),
+    ("the app imports from the wheel (admin: no dev tools)", imports_from_the_wheel),
     ("custom user model before the first migrate", user_model_before_first_migrate),
     ("check", check),
     ("check --deploy, DEBUG off, the site's key", check_deploy),

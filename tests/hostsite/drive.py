@@ -148,6 +148,34 @@ def migrate(site: Site) -> None:
     site.manage("migrate", "--no-input")
 
 
+# Commands run in one process through call_command (each parses its
+# arguments exactly as manage.py would), to save a Django start-up each.
+COMMANDS = f"""
+import io, json, os, django
+os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+django.setup()
+from django.core.management import call_command, get_commands
+from mcp_gateway.models import AuthorizationServer, Tenant
+
+def run(*args):
+    out = io.StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
+
+seen = {{"commands": sorted(get_commands())}}
+run("mcp_tenant", "create", "acme", "--name", "Acme")
+run("mcp_tenant", "add-member", "acme", "{EMAIL}", "--create-user")
+seen["engines"] = run("mcp_engines")
+run("mcp_expose", "acme", "site.summarize")
+seen["tenants"] = run("mcp_tenant", "list")
+run("mcp_audit", "prune", "--older-than", "30")
+AuthorizationServer.objects.create(
+    tenant=Tenant.objects.get(slug="acme"), issuer="{ISSUER}", jwks_uri="{ISSUER}/jwks"
+)
+print(json.dumps(seen))
+"""
+
+
 def commands(site: Site) -> None:
     site.manage(
         "createsuperuser",
@@ -156,26 +184,14 @@ def commands(site: Site) -> None:
         "root@example.com",
         env={"DJANGO_SUPERUSER_PASSWORD": "root-password-1"},
     )
-    helped = site.manage("help").stdout
-    expect("mcp_demo" not in helped, "mcp_demo is installed in a host site")
-    site.manage("mcp_tenant", "create", "acme", "--name", "Acme")
-    site.manage("mcp_tenant", "add-member", "acme", EMAIL, "--create-user")
-    engines = site.manage("mcp_engines").stdout
-    expect("site.summarize" in engines, f"mcp_engines:\n{engines}")
-    site.manage("mcp_expose", "acme", "site.summarize")
+    seen = json.loads(site.run(PYTHON, "-c", COMMANDS).stdout)
+    expect("mcp_tenant" in seen["commands"], "the app's commands are missing")
+    expect("mcp_demo" not in seen["commands"], "mcp_demo is installed in a host site")
+    expect("site.summarize" in seen["engines"], f"mcp_engines:\n{seen['engines']}")
+    expect("acme" in seen["tenants"], f"mcp_tenant list:\n{seen['tenants']}")
     token = site.manage("mcp_token", "create", "acme", "--user", EMAIL).stdout.strip()
     listed = site.manage("mcp_token", "list", "acme").stdout
     expect(EMAIL in listed, f"mcp_token list:\n{listed}")
-    tenants = site.manage("mcp_tenant", "list").stdout
-    expect("acme" in tenants, f"mcp_tenant list:\n{tenants}")
-    site.manage("mcp_audit", "prune", "--older-than", "30")
-    site.manage(
-        "shell",
-        "-c",
-        "from mcp_gateway.models import AuthorizationServer, Tenant;"
-        f"AuthorizationServer.objects.create(tenant=Tenant.objects.get(slug='acme'),"
-        f" issuer='{ISSUER}', jwks_uri='{ISSUER}/jwks')",
-    )
     site.token = token
 
 

@@ -129,6 +129,8 @@ MCP_GATEWAY = {
         "MCP_ALLOW_INSECURE_LOOPBACK_ISSUERS", default=False
     ),
     "AUDIT_CALLS": env.bool("MCP_AUDIT_CALLS", default=True),
+    "BUS": env.str("MCP_BUS", default="auto"),
+    "BUS_DATABASE": env.str("MCP_BUS_DATABASE", default="default"),
 }
 
 # The management API (mcp_gateway.api) sets its own authentication,

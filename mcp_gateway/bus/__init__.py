@@ -63,8 +63,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import DEFAULT_DB_ALIAS
 
 from mcp_gateway.bus import backends, presence
-from mcp_gateway.bus.core import Stats, Subscription, Topic, current, peek
-from mcp_gateway.bus.core import close as _close
+from mcp_gateway.bus.core import Stats, Subscription, Topic
 from mcp_gateway.bus.events import (
     MAX_PAYLOAD_BYTES,
     CatalogChanged,
@@ -76,6 +75,8 @@ from mcp_gateway.bus.events import (
     Resync,
 )
 from mcp_gateway.bus.local import SHARED_WARNING
+from mcp_gateway.bus.process import close as _close
+from mcp_gateway.bus.process import current, peek
 
 __all__ = [
     "MAX_PAYLOAD_BYTES",

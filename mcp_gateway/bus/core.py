@@ -1,16 +1,12 @@
-"""One bus per process: its subscribers, its listening thread, its life.
+"""A bus: its subscribers, its listening thread, its reconnections.
 
-The bus of a process is created on first use and starts listening (one
-connection, one daemon thread) on the first subscription. A bus belongs to
-the process that created it: after ``fork`` the child builds its own (new
-process id, new connection, the inherited subscriptions re-registered and
-told to resync) and never touches the parent's connection.
+It starts listening (one connection, one daemon thread) on the first
+subscription, calls the subscribers of each message heard, and tells them
+to resync whenever it listens again after not listening.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import json
 import logging
 import os
@@ -22,10 +18,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
-
-from django.core.exceptions import ImproperlyConfigured
-from django.core.signals import setting_changed
-from django.dispatch import receiver
 
 from mcp_gateway.bus import backends
 from mcp_gateway.bus.backends import Plan
@@ -69,9 +61,7 @@ class Subscription:
         self.in_sync = False  # False: owed a Resync once the bus listens
 
     def close(self) -> None:
-        self.active = False
-        if (bus := peek()) is not None:
-            bus.discard(self)
+        self.active = False  # the bus forgets it on its next subscribe
 
     def __enter__(self) -> Subscription:
         return self
@@ -87,7 +77,14 @@ class Subscription:
 
 @dataclass(frozen=True)
 class Stats:
-    """The bus of this process, for a readiness view and metrics."""
+    """The bus of this process, for a readiness view and metrics.
+
+    ``published`` counts messages handed to the backend (on PostgreSQL, the
+    NOTIFYs issued, whether their transaction commits or not);
+    ``received`` those heard; ``delivered`` the callbacks that returned;
+    ``failures`` callbacks that raised, publishes Redis refused and
+    malformed messages.
+    """
 
     backend: str
     process_id: str
@@ -156,14 +153,10 @@ class Bus:
         subscription = Subscription(topic, callback)
         with self._lock:
             subscription.in_sync = self._listening
+            self._subscriptions = [s for s in self._subscriptions if s.active]
             self._subscriptions.append(subscription)
         self.start()
         return subscription
-
-    def discard(self, subscription: Subscription) -> None:
-        with self._lock:
-            if subscription in self._subscriptions:
-                self._subscriptions.remove(subscription)
 
     def start(self) -> None:
         """Start listening (once); the bus switched off never starts."""
@@ -199,7 +192,7 @@ class Bus:
     def stats(self) -> Stats:
         c = self.counters
         with self._lock:
-            subscribers = len(self._subscriptions)
+            subscribers = sum(s.active for s in self._subscriptions)
         return Stats(
             backend=self.transport.name,
             process_id=self.process_id,
@@ -254,7 +247,9 @@ class Bus:
             logger.warning("The change bus ignored a malformed message on %s.", channel)
             return
         with self._lock:
-            subscribers = [s for s in self._subscriptions if s.topic is topic]
+            subscribers = [
+                s for s in self._subscriptions if s.topic is topic and s.active
+            ]
         self._deliver(subscribers, event)
 
     def _lost(self, exc: Exception) -> None:
@@ -281,101 +276,3 @@ class Bus:
                 logger.exception("A change bus subscriber raised.")
             else:
                 self.counters.add("delivered")
-
-
-# The bus of this process.
-
-_bus: Bus | None = None
-_guard = threading.Lock()
-_orphans: list[Bus] = []
-"""Buses inherited through ``fork``: kept, never closed, never used."""
-_adopt: list[Subscription] = []
-"""Subscriptions waiting for the next bus (after a settings change)."""
-
-
-def current() -> Bus:
-    """This process's bus, created (not started) on first use."""
-    global _bus
-    bus = _bus
-    if bus is not None and bus.pid == os.getpid():
-        return bus
-    with _guard:
-        if _bus is None or _bus.pid != os.getpid():
-            if _bus is not None:
-                _orphans.append(_bus)
-            _bus = Bus(_adopt)
-            _adopt.clear()
-        if _bus._subscriptions:
-            _bus.start()
-        return _bus
-
-
-def peek() -> Bus | None:
-    """This process's bus if it exists; creates nothing."""
-    bus = _bus
-    return bus if bus is not None and bus.pid == os.getpid() else None
-
-
-def close() -> None:
-    """Stop and forget this process's bus; its subscriptions end."""
-    global _bus
-    with _guard:
-        bus, _bus = peek(), None
-        ended, _adopt[:] = list(_adopt), []
-    if bus is not None:
-        ended += bus.close()
-    for subscription in ended:
-        subscription.active = False
-
-
-def _rebuild(bus: Bus) -> None:
-    """Replace a bus, keeping its subscriptions (they resync)."""
-    global _bus
-    with _guard:
-        if _bus is bus:
-            _bus = None
-    _adopt.extend(bus.close())
-    if _adopt:
-        # Refused settings: the first bus they allow adopts the subscriptions.
-        with contextlib.suppress(ImproperlyConfigured):
-            current()
-
-
-@receiver(setting_changed)
-def _settings_changed(*, setting: str, **kwargs: object) -> None:
-    if setting not in ("MCP_GATEWAY", "CACHES", "DATABASES"):
-        return
-    bus = peek()
-    if bus is None:
-        return
-    try:
-        unchanged = backends.plan() == bus.plan
-    except ImproperlyConfigured:
-        unchanged = False
-    if not unchanged:
-        _rebuild(bus)
-
-
-def _after_fork_in_child() -> None:
-    global _bus, _guard
-    _guard = threading.Lock()  # another thread may have held it at fork
-    parent, _bus = _bus, None
-    if parent is None:
-        return
-    _orphans.append(parent)  # its connection is the parent's: never close it
-    forget = getattr(parent.transport, "forget", None)
-    if forget is not None:
-        forget()
-    _adopt[:] = [s for s in parent._subscriptions if s.active]
-    if _adopt:
-        current()
-
-
-def _at_exit() -> None:
-    if (bus := peek()) is not None:
-        bus.close()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-atexit.register(_at_exit)

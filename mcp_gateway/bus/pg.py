@@ -61,8 +61,8 @@ class PostgresTransport:
         self, channels: Sequence[str], receiver: Receiver, stop: threading.Event
     ) -> None:
         name = APPLICATION_NAME.format(pid=os.getpid())
-        params = {**self._params, "application_name": name}
-        with psycopg.connect(**params, autocommit=True) as conn:
+        params = {**self._params, "application_name": name, "autocommit": True}
+        with psycopg.connect(**params) as conn:
             for channel in channels:
                 conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
             receiver.listening()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -113,9 +114,16 @@ class RedisTransport:
 
 
 def _confirmed(pubsub: Any, expected: int, stop: threading.Event) -> None:
-    """Wait for the server to confirm every SUBSCRIBE."""
+    """Wait for the server to confirm every SUBSCRIBE.
+
+    Raises:
+        redis.ConnectionError: no confirmation within ``PING_SECONDS``.
+    """
     confirmed = 0
+    deadline = time.monotonic() + PING_SECONDS
     while confirmed < expected and not stop.is_set():
+        if time.monotonic() > deadline:
+            raise redis.ConnectionError("Redis did not confirm SUBSCRIBE")
         message = pubsub.get_message(timeout=TICK_SECONDS)
         if message is not None and message["type"] == "subscribe":
             confirmed += 1

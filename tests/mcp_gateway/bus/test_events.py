@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from mcp_gateway import bus
-from mcp_gateway.bus import events
+from mcp_gateway.bus import events, process
 
 
 def test_a_payload_of_7999_bytes_is_accepted_and_8000_refused():
@@ -87,7 +87,7 @@ def test_a_malformed_message_is_ignored_and_counted(
     settings, fresh_bus, caplog, payload
 ):
     settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "BUS": "local"}
-    current = bus.core.current()
+    current = process.current()
     heard: list[bus.Event] = []
     current.subscribe(bus.CatalogChanged, heard.append)
 

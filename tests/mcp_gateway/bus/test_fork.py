@@ -12,7 +12,7 @@ import pytest
 from django.db import connection
 
 from mcp_gateway import bus
-from mcp_gateway.bus import core
+from mcp_gateway.bus import process
 from tests.live.servers import database_url
 from tests.mcp_gateway.bus.helpers import REDIS_URL, need_redis
 from tests.mcp_gateway.bus.peer import ROOT, WAIT_SECONDS
@@ -84,12 +84,12 @@ def test_a_forked_child_gets_its_own_in_process_bus(tmp_path):
 
 def test_a_bus_of_another_process_is_never_used(settings, fresh_bus):
     settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "BUS": "local"}
-    inherited = core.current()
+    inherited = process.current()
     inherited.pid = -1  # as if made by the parent before a fork
 
-    mine = core.current()
+    mine = process.current()
 
     assert mine is not inherited
     assert mine.process_id != inherited.process_id
-    assert core.peek() is mine
+    assert process.peek() is mine
     assert bus.process_id() == mine.process_id

@@ -133,7 +133,7 @@ def test_a_registered_process_counts_while_it_lives(other_process):
     assert not other_process.path.exists()  # the stale file is gone
 
 
-def local_bus(directory) -> core.Bus:
+def local_bus(directory: Path | None) -> core.Bus:
     return core.Bus(plan=backends.Plan("local", (directory,)))
 
 

@@ -22,8 +22,10 @@ Subscribe to a topic with a callback::
 Callbacks run on the bus's own thread: keep them quick and thread-safe. An
 asyncio consumer hands the event to its loop::
 
-    bus.subscribe(bus.CatalogChanged,
-                  lambda event: loop.call_soon_threadsafe(queue.put_nowait, event))
+    def hand_over(event: bus.CatalogChanged | bus.Resync) -> None:
+        loop.call_soon_threadsafe(queue.put_nowait, event)
+
+    bus.subscribe(bus.CatalogChanged, hand_over)
 
 Delivery is at most once. Whenever the bus was not listening (it starts
 after you subscribe, or its connection was lost and re-established) every
@@ -46,6 +48,10 @@ process sends to it, and ``Message.sender`` is where to reply::
     cache.set(f"request:{rid}", {"reply_to": bus.process_id(), ...})
 
     bus.send(reply_to, {"request": rid, "answer": key})     # answering one
+
+The id is an address, not a credential: whoever can read the database or
+Redis hears every message. The receiver checks what it receives (tenant,
+principal, a request id it issued) before acting on it.
 
 Payloads are at most ``MAX_PAYLOAD_BYTES`` once encoded
 (``PayloadTooLarge`` otherwise): put content in the shared cache and send

@@ -15,8 +15,8 @@ from mcp_gateway.bus.transport import TICK_SECONDS, Counters, Receiver, after_co
 logger = logging.getLogger("mcp_gateway.bus")
 QUEUE_SIZE = 10_000
 SHARED_WARNING = (
-    "The change bus is in-process (no PostgreSQL database, no Redis cache): "
-    "changes made here reach only this process's subscribers, and %s. "
+    "The change bus is in-process: a change reaches only the subscribers "
+    "of the process that made it, and %s. "
     "Use PostgreSQL (DATABASE_URL) or a Redis cache (CACHE_URL) with several "
     "processes; see docs/deployment.md, 'The change bus'."
 )

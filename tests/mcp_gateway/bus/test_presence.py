@@ -13,6 +13,7 @@ import pytest
 
 from mcp_gateway import bus
 from mcp_gateway.bus import backends, core, presence
+from tests.live.servers import free_port
 from tests.mcp_gateway.bus.helpers import Recorder, eventually
 from tests.mcp_gateway.bus.peer import ROOT, WAIT_SECONDS
 
@@ -179,3 +180,39 @@ def test_a_lone_process_is_not_warned(tmp_path, caplog, fresh_bus):
 @pytest.mark.parametrize("name", ["", ":memory:", "file:x?mode=memory&cache=shared"])
 def test_an_in_memory_database_has_no_registry(name):
     assert presence.registry_directory(name) is None
+
+
+@pytest.mark.parametrize(
+    "server",
+    [
+        ["gunicorn", "config.wsgi", "--workers", "2", "--bind"],
+        ["uvicorn", "config.asgi:application", "--workers", "2", "--port"],
+    ],
+)
+def test_a_server_started_with_two_workers_on_sqlite_says_so(server, tmp_path):
+    port = free_port()
+    log = tmp_path / "server.log"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+    }
+    env.pop("CACHE_URL", None)
+    env.pop("MCP_BUS", None)
+    address = f"127.0.0.1:{port}" if server[0] == "gunicorn" else str(port)
+    program = str(Path(sys.executable).parent / server[0])
+    with log.open("wb") as output:
+        started = subprocess.Popen(
+            [program, *server[1:], address],
+            cwd=ROOT,
+            env=env,
+            stdout=output,
+            stderr=output,
+        )
+        try:
+            eventually(lambda: log.read_text().count("change bus is in-process") == 2)
+        finally:
+            started.terminate()  # by the pid this test started
+            started.wait(WAIT_SECONDS)
+
+    assert f"{server[0]} runs 2 workers" in log.read_text()

@@ -133,6 +133,8 @@ MCP_GATEWAY = {
     ),
     "AUDIT_CALLS": env.bool("MCP_AUDIT_CALLS", default=True),
     "SIGNAL_BEARER_FAILURES": env.bool("MCP_SIGNAL_BEARER_FAILURES", default=True),
+    "BUS": env.str("MCP_BUS", default="auto"),
+    "BUS_DATABASE": env.str("MCP_BUS_DATABASE", default="default"),
 }
 
 # The management API (mcp_gateway.api) sets its own authentication,

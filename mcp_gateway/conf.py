@@ -38,6 +38,8 @@ class GatewaySettings:
     REQUEST_STATE_TTL_SECONDS: float = 600.0
     AUDIT_CALLS: bool = True
     SIGNAL_BEARER_FAILURES: bool = True
+    BUS: str = "auto"
+    BUS_DATABASE: str = "default"
 
 
 def user_settings() -> dict[str, Any]:

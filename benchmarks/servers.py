@@ -189,8 +189,8 @@ def environment(row: Row, db_url: str | None, secret: str) -> dict[str, str]:
         "PYTHONPATH": str(ROOT),
         "MCP_ENGINES": ",".join(
             (
-                "engines_app.demo.basic.ENGINES",
-                "engines_app.demo.conformance.ENGINES",
+                "demo.basic.ENGINES",
+                "demo.conformance.ENGINES",
                 "benchmarks.engines.ENGINES",
             )
         ),

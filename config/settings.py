@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import django_stubs_ext
 import environ
-
-django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -17,6 +14,9 @@ SECRET_KEY = env.str(
 )
 DEBUG = env.bool("DEBUG", default=False)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+# Served under a path prefix behind a proxy that strips it, e.g. "/mcp";
+# gunicorn's SCRIPT_NAME does the same when the proxy keeps the prefix.
+FORCE_SCRIPT_NAME = env.str("FORCE_SCRIPT_NAME", default=None)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -31,6 +31,9 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "engines_app",
     "mcp_gateway",
+    # The demo engines, their notes and `mcp_demo`: the reference project's
+    # own app, not part of the distributed package.
+    "demo",
 ]
 
 MIDDLEWARE = [
@@ -87,9 +90,9 @@ if isinstance(_threshold, str):
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
 
 AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
     "mcp_gateway.backends.ApiTokenBackend",
     "mcp_gateway.oauth.backend.OAuthBackend",
-    "django.contrib.auth.backends.ModelBackend",
 ]
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -108,9 +111,9 @@ MCP_GATEWAY = {
     "ENGINES": env.list(
         "MCP_ENGINES",
         default=[
-            "engines_app.demo.basic.ENGINES",
-            "engines_app.demo.conformance.ENGINES",
-            "engines_app.demo.notes.ENGINES",
+            "demo.basic.ENGINES",
+            "demo.conformance.ENGINES",
+            "demo.notes.ENGINES",
         ],
     ),
     "AUTH_MODE": env.str("MCP_AUTH_MODE", default="required"),
@@ -141,6 +144,9 @@ MCP_GATEWAY = {
         "MCP_ALLOW_INSECURE_LOOPBACK_ISSUERS", default=False
     ),
     "AUDIT_CALLS": env.bool("MCP_AUDIT_CALLS", default=True),
+    "SIGNAL_BEARER_FAILURES": env.bool("MCP_SIGNAL_BEARER_FAILURES", default=True),
+    "BUS": env.str("MCP_BUS", default="auto"),
+    "BUS_DATABASE": env.str("MCP_BUS_DATABASE", default="default"),
 }
 
 # The management API (mcp_gateway.api) sets its own authentication,

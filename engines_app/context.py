@@ -24,13 +24,21 @@ def _drop_log(level: str, message: str) -> None:
 
 @dataclass(frozen=True)
 class Principal:
-    """Who calls, for which tenant, with which scopes (a snapshot)."""
+    """Who calls, for which tenant, with which scopes (a snapshot).
+
+    ``tenant`` is the tenant's slug (its URL segment, for display and logs);
+    ``tenant_id`` its primary key, the one stable key for data an engine
+    keeps per tenant: a slug can be given up and later taken by another
+    tenant, a primary key never is. ``user`` is the caller's
+    ``get_username()`` (the value of the user model's ``USERNAME_FIELD``).
+    """
 
     tenant: str
     user: str | None = None
     token: str | None = None
     scopes: frozenset[str] = frozenset()
     groups: frozenset[str] = frozenset()
+    tenant_id: int | None = None
 
     @property
     def is_anonymous(self) -> bool:

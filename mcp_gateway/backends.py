@@ -11,7 +11,7 @@ from django.db.models import Exists, OuterRef, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from mcp_gateway import tokens
+from mcp_gateway import tokens, users
 from mcp_gateway.compiled import CompiledSelect
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.models import ApiToken, Membership, Tenant
@@ -50,8 +50,9 @@ class ApiTokenBackend(BaseBackend):
         user.mcp_tenant = token.tenant  # type: ignore[attr-defined]
         return user
 
-    def get_user(self, user_id: int) -> User | None:
-        return None  # never used for sessions
+    def get_user(self, user_id: Any) -> User | None:
+        """Load a session's user as ``ModelBackend`` does (``force_login``)."""
+        return users.session_user(user_id)  # type: ignore[no-any-return]
 
 
 def _token_query(prefix: str, slug: str) -> QuerySet[ApiToken]:

@@ -18,7 +18,7 @@ from django.db.models import F
 
 from engines_app.errors import InvalidEngineError
 from engines_app.registry import EngineRegistry, default_registry, validate_engine
-from mcp_gateway import audit
+from mcp_gateway import audit, bus
 from mcp_gateway.errors import (
     DuplicateExposure,
     InvalidEngine,
@@ -218,6 +218,7 @@ def _lock(tenant: Tenant) -> None:
 def _bump(tenant: Tenant) -> None:
     Tenant.objects.filter(pk=tenant.pk).update(catalog_version=F("catalog_version") + 1)
     tenant.refresh_from_db(fields=["catalog_version"])
+    bus.publish(bus.CatalogChanged(tenant.pk, tenant.catalog_version))
 
 
 def _create(tenant: Tenant, engines: list[Any], by: Actor) -> list[Exposure]:

@@ -66,13 +66,31 @@ def raw_target(request: HttpRequest) -> str:
     return request.path + (f"?{query}" if query else "")
 
 
-def check_target(request: HttpRequest, canonical_path: str) -> HttpResponse | None:
+def check_target(
+    request: HttpRequest, canonical_path: str, script_prefix: str = "/"
+) -> HttpResponse | None:
+    """The raw target must be the mount's canonical path, byte for byte.
+
+    ``canonical_path`` is ``reverse()``'s, so it starts with the script
+    prefix. A server that was given the prefix (gunicorn's ``SCRIPT_NAME``)
+    sees it in the raw target; behind a proxy that strips it
+    (``FORCE_SCRIPT_NAME``) the raw target is the path without it: both are
+    the canonical path.
+    """
     target = raw_target(request)
     if "?" in target or request.META.get("QUERY_STRING") or not target.startswith("/"):
         return plain(400, "The request target must be the bare endpoint path.")
-    if target != canonical_path:
+    if target != canonical_path and target != _unprefixed(
+        canonical_path, script_prefix
+    ):
         return plain(404, "Not found.")
     return None
+
+
+def _unprefixed(path: str, script_prefix: str) -> str:
+    if script_prefix == "/" or not path.startswith(script_prefix):
+        return path
+    return "/" + path[len(script_prefix) :]
 
 
 def check_method(request: HttpRequest) -> HttpResponse | None:

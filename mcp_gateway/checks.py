@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
-from django.apps import AppConfig
+from django.apps import AppConfig, apps
 from django.conf import settings
 from django.core import checks
 from django.db import DatabaseError, connections, router
+from django.urls import URLResolver, get_resolver
 
 from mcp_gateway.conf import (
     AUTH_DISABLED,
@@ -103,15 +105,74 @@ def check_stale_exposures(
     ]
 
 
-def check_secret_key(
+def check_public_base_url_origin(
     app_configs: Sequence[AppConfig] | None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
-    if settings.DEBUG or not str(settings.SECRET_KEY).startswith("django-insecure-"):
+    """``PUBLIC_BASE_URL`` is a scheme and a host (and port), nothing more.
+
+    The mounts' paths come from ``reverse()``, which already includes the
+    script prefix; a path here would be counted twice (or be a guess).
+    """
+    base = gateway_settings().PUBLIC_BASE_URL
+    if not base:
+        return []
+    try:
+        parts = urlsplit(base)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        parts = None
+    if (
+        parts is not None
+        and parts.scheme in ("http", "https")
+        and parts.hostname
+        and parts.path in ("", "/")
+        and not (parts.query or parts.fragment or parts.username or parts.password)
+    ):
         return []
     return [
         checks.Error(
-            "SECRET_KEY is the insecure development default while DEBUG is off.",
-            hint="Set the SECRET_KEY environment variable to a long random value.",
-            id="mcp_gateway.E004",
+            f"MCP_GATEWAY['PUBLIC_BASE_URL'] is {base!r}; it must be "
+            "scheme://host[:port] only, without a path, query or fragment.",
+            hint="A site served under a path prefix sets FORCE_SCRIPT_NAME (or "
+            "its server passes SCRIPT_NAME); the mount URLs include the prefix "
+            "from there, e.g. https://example.com + /sub/t/<slug>/mcp.",
+            id="mcp_gateway.E011",
         )
     ]
+
+
+API_URLCONF = "mcp_gateway.api.urls"
+API_APPS = ("rest_framework", "rest_framework.authtoken")
+
+
+def check_api_requirements(
+    app_configs: Sequence[AppConfig] | None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """The management API, once a URLconf includes it, needs DRF's apps."""
+    if not _includes(get_resolver().url_patterns, API_URLCONF):
+        return []
+    missing = [name for name in API_APPS if not apps.is_installed(name)]
+    if not missing:
+        return []
+    return [
+        checks.Error(
+            f"The URLconf includes {API_URLCONF!r}, which needs "
+            f"{', '.join(repr(m) for m in missing)} in INSTALLED_APPS.",
+            hint="Add 'rest_framework' and 'rest_framework.authtoken' to "
+            "INSTALLED_APPS (and migrate), or do not include the API. Its "
+            "schema and docs routes also need drf-spectacular: pip install "
+            "'django-mcp-gateway[api-docs]' and add 'drf_spectacular'.",
+            id="mcp_gateway.E020",
+        )
+    ]
+
+
+def _includes(patterns: Sequence[Any], urlconf: str) -> bool:
+    for pattern in patterns:
+        if not isinstance(pattern, URLResolver):
+            continue
+        module = pattern.urlconf_name
+        name = module if isinstance(module, str) else getattr(module, "__name__", "")
+        if name == urlconf or _includes(pattern.url_patterns, urlconf):
+            return True
+    return False

@@ -18,6 +18,7 @@ and ``assertNumQueries`` see every statement as usual.
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -120,7 +121,7 @@ class CompiledSelect(Generic[M]):
             model=klass_info["model"],
             init_list=tuple(f[0].target.attname for f in select[start:end]),
             model_slice=slice(start, end),
-            populators=tuple(_populators(klass_info, select, using)),
+            populators=tuple(_populators(klass_info, select, using, queryset)),
             annotations=tuple(compiler.annotation_col_map.items()),
             converters=compiler.get_converters(
                 [column[0] for column in select[: compiler.col_count]]
@@ -128,10 +129,20 @@ class CompiledSelect(Generic[M]):
         )
 
 
-def _populators(klass_info: Any, select: Any, using: str) -> list[Any]:
-    # Django 5.2's signature; the stubs describe a later release's.
-    populators: list[Any] = get_related_populators(klass_info, select, using)  # type: ignore[call-arg]
-    return populators
+# Django 6.1 added ``fetch_mode`` (the queryset's) to this private helper.
+_POPULATORS_TAKE_FETCH_MODE = (
+    "fetch_mode" in inspect.signature(get_related_populators).parameters
+)
+
+
+def _populators(
+    klass_info: Any, select: Any, using: str, queryset: QuerySet[Any]
+) -> list[Any]:
+    """The related-object populators, as each supported Django builds them."""
+    helper: Callable[..., list[Any]] = get_related_populators
+    if _POPULATORS_TAKE_FETCH_MODE:
+        return helper(klass_info, select, using, queryset._fetch_mode)  # type: ignore[attr-defined]
+    return helper(klass_info, select, using)
 
 
 class CompiledInsert(Generic[M]):

@@ -41,6 +41,9 @@ class GatewaySettings:
     SSE_KEEPALIVE_SECONDS: float = 15.0
     REQUEST_STATE_TTL_SECONDS: float = 600.0
     AUDIT_CALLS: bool = True
+    SIGNAL_BEARER_FAILURES: bool = True
+    BUS: str = "auto"
+    BUS_DATABASE: str = "default"
 
 
 def user_settings() -> dict[str, Any]:

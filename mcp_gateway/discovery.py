@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.urls import Resolver404, resolve
+from django.urls import Resolver404, ResolverMatch, get_script_prefix, resolve
 from django.views.decorators.http import require_safe
 
 from mcp_gateway.models import AuthorizationServer
@@ -30,13 +30,29 @@ def protected_resource(request: HttpRequest, resource_path: str) -> HttpResponse
 
 
 def _mount_slug(resource_path: str) -> str:
+    """The slug of the mount at ``resource_path``.
+
+    The path is the mount's, relative to the script prefix (the link this
+    site gives), or the mount's whole path with the prefix (RFC 9728's
+    form, for a proxy that routes the host's well-known path here).
+    """
+    path = f"/{resource_path}"
+    prefix = get_script_prefix()
+    candidates = [path]
+    if prefix != "/" and path.startswith(prefix):
+        candidates.append("/" + path[len(prefix) :])
+    for candidate in candidates:
+        match = _resolve(candidate)
+        if match is not None and match.view_name == "mcp_gateway:endpoint":
+            return str(match.kwargs["slug"])
+    raise Http404("No protected resource here.")
+
+
+def _resolve(path: str) -> ResolverMatch | None:
     try:
-        match = resolve(f"/{resource_path}")
-    except Resolver404 as exc:
-        raise Http404("No protected resource here.") from exc
-    if match.view_name != "mcp_gateway:endpoint":
-        raise Http404("No protected resource here.")
-    return str(match.kwargs["slug"])
+        return resolve(path)
+    except Resolver404:
+        return None
 
 
 def _document(slug: str, servers: list[AuthorizationServer]) -> dict[str, object]:

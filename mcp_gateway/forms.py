@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
 from engines_app.registry import EngineRegistry, default_registry
+from mcp_gateway import generics  # noqa: F401 - ModelForm[...] below
 from mcp_gateway.models import ApiToken, Exposure, Tenant
 from mcp_gateway.tokens import DEFAULT_SCOPES, KNOWN_SCOPES
 

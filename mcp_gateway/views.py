@@ -7,7 +7,6 @@ import logging
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import authenticate
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import get_script_prefix, get_urlconf, reverse
@@ -17,6 +16,7 @@ from engines_app.context import Principal
 from mcp_gateway import (
     access,
     audit,
+    bearer,
     boundary,
     callrecord,
     checks,
@@ -61,10 +61,11 @@ def _admit(
     if (refusal := _check_auth_mode()) is not None:
         return refusal
     lookup = TenantLookup(slug)
-    path = _endpoint_path(
-        get_script_prefix(), get_urlconf() or settings.ROOT_URLCONF, slug
+    prefix = get_script_prefix()
+    path = _endpoint_path(prefix, get_urlconf() or settings.ROOT_URLCONF, slug)
+    refusal = _check_origin(request, lookup) or boundary.check_target(
+        request, path, prefix
     )
-    refusal = _check_origin(request, lookup) or boundary.check_target(request, path)
     if refusal is not None:
         return refusal
     refusal = (
@@ -118,13 +119,15 @@ def _authenticate(
         tenant = lookup.get()
         if tenant is None:
             return boundary.plain(404, "Not found.")
-        return tenant, Principal(tenant=tenant.slug, scopes=ANONYMOUS_SCOPES)
+        return tenant, Principal(
+            tenant=tenant.slug, tenant_id=tenant.pk, scopes=ANONYMOUS_SCOPES
+        )
     token = boundary.bearer_token(request)
     user = None
     if token is not None:
         try:
-            user = authenticate(
-                request, bearer_token=token, tenant=lookup.loaded or lookup.slug
+            user = bearer.authenticate_bearer(
+                request, token, lookup.loaded or lookup.slug
             )
         except AuthUnavailable:
             logger.exception("Authorization server unavailable for %r", lookup.slug)
@@ -142,6 +145,7 @@ def _principal(tenant: Tenant, user: Any) -> Principal:
     scopes = getattr(user, "mcp_scopes", None) or (token.scopes if token else ())
     return Principal(
         tenant=tenant.slug,
+        tenant_id=tenant.pk,
         user=user.get_username(),
         token=token.prefix if token else None,
         scopes=frozenset(scopes),

@@ -12,9 +12,9 @@ from config.settings import MCP_GATEWAY
 MCP_GATEWAY = {
     **MCP_GATEWAY,
     "ENGINES": [
-        "engines_app.demo.basic.ENGINES",
-        "engines_app.demo.conformance.ENGINES",
-        "engines_app.demo.notes.ENGINES",
+        "demo.basic.ENGINES",
+        "demo.conformance.ENGINES",
+        "demo.notes.ENGINES",
         "tests.engines.COLLIDING",
         "tests.engines.PROBES",
         "tests.streaming_engines.ENGINES",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mcp_gateway import generics  # noqa: F401 - first: ModelAdmin[...] below
 from mcp_gateway.admin.audit import ExposureEventAdmin, ToolCallAdmin
 from mcp_gateway.admin.exposures import ExposureAdmin
 from mcp_gateway.admin.memberships import MembershipAdmin

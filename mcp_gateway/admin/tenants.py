@@ -20,6 +20,7 @@ from mcp_gateway.admin.authorization import AuthorizationServerInline
 from mcp_gateway.admin.calls_chart import calls_per_tool, chart_html
 from mcp_gateway.admin.permissions import ActionPermissions
 from mcp_gateway.admin.status import status_html
+from mcp_gateway.admin.users import UserFieldMixin
 from mcp_gateway.errors import BookkeepingError
 from mcp_gateway.forms import TenantForm
 from mcp_gateway.models import AuthorizationServer, Exposure, Membership, Tenant
@@ -55,10 +56,9 @@ def hint_labels(engine: Any) -> str:
     return ", ".join(said) or "-"
 
 
-class MembershipInline(admin.TabularInline[Membership, Tenant]):
+class MembershipInline(UserFieldMixin, admin.TabularInline[Membership, Tenant]):
     model = Membership
     extra = 0
-    autocomplete_fields = ["user"]
     fields = ["user", "role", "created_at"]
     readonly_fields = ["created_at"]
 

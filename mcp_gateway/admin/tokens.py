@@ -18,6 +18,7 @@ from django.utils.translation import gettext_lazy as _
 
 from mcp_gateway import tokens
 from mcp_gateway.admin.permissions import ActionPermissions
+from mcp_gateway.admin.users import UserFieldMixin
 from mcp_gateway.forms import ApiTokenForm
 from mcp_gateway.models import ApiToken
 
@@ -25,7 +26,7 @@ ISSUED_TEMPLATE = "admin/mcp_gateway/apitoken/issued.html"
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(ActionPermissions, admin.ModelAdmin[ApiToken]):
+class ApiTokenAdmin(ActionPermissions, UserFieldMixin, admin.ModelAdmin[ApiToken]):
     list_display = [
         "prefix",
         "tenant",
@@ -38,9 +39,9 @@ class ApiTokenAdmin(ActionPermissions, admin.ModelAdmin[ApiToken]):
         "last_used_at",
     ]
     list_filter = ["tenant", ("revoked_at", admin.EmptyFieldListFilter)]
-    search_fields = ["prefix", "name", "user__username", "tenant__slug"]
+    search_fields = ["prefix", "name", "tenant__slug"]  # and the user's login
     list_select_related = ["tenant", "user"]
-    autocomplete_fields = ["tenant", "user"]
+    autocomplete_fields = ["tenant"]  # and the user, when the site allows
     actions = ["revoke_selected"]
     add_fields = ["tenant", "user", "name", "scopes", "expires_in"]
     view_fields = list_display

@@ -13,8 +13,8 @@ from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 from rest_framework.request import Request
 
 from mcp_gateway import permissions as table
+from mcp_gateway.api import openapi
 from mcp_gateway.api.errors import exception_handler
-from mcp_gateway.api.schema import GatewayAutoSchema
 
 _M = TypeVar("_M", bound=Model)
 
@@ -99,7 +99,7 @@ class StaffViewSet(viewsets.GenericViewSet[_M]):
     pagination_class = Pagination
     parser_classes = [StrictJSONParser]
     renderer_classes = [JSONRenderer, BrowsableAPIRenderer]
-    schema = GatewayAutoSchema()
+    schema = openapi.view_schema()
 
     def get_exception_handler(self) -> Callable[..., Any]:
         return exception_handler

@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
-from mcp_gateway import bookkeeping
+from mcp_gateway import bookkeeping, users
 from mcp_gateway.audit_models import ToolCall
 from mcp_gateway.forms import clean_origin
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
@@ -55,11 +55,20 @@ class TenantSerializer(serializers.ModelSerializer[Tenant]):
         return [clean_origin(origin) for origin in value]
 
 
+def user_field(**kwargs: Any) -> serializers.SlugRelatedField[Any]:
+    """A user by the value of the user model's ``USERNAME_FIELD``.
+
+    The API calls it ``username`` whatever the field is (an email on a site
+    that signs in by email).
+    """
+    return serializers.SlugRelatedField(slug_field=users.login_field(), **kwargs)
+
+
 class MembershipSerializer(serializers.ModelSerializer[Membership]):
-    username = serializers.SlugRelatedField(
+    username = user_field(
         source="user",
-        slug_field="username",
-        queryset=get_user_model().objects.all(),
+        queryset=get_user_model()._default_manager.all(),
+        help_text="The user's login: the value of the user model's USERNAME_FIELD.",
     )
 
     class Meta:
@@ -76,9 +85,7 @@ class ExposureSerializer(serializers.ModelSerializer[Exposure]):
         help_text="live, stale (engine not installed) or changed (definition "
         "differs from the one exposed)."
     )
-    exposed_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
-        slug_field="username", read_only=True, allow_null=True
-    )
+    exposed_by = user_field(read_only=True, allow_null=True)
 
     class Meta:
         model = Exposure
@@ -102,13 +109,13 @@ class ExposeAllSerializer(serializers.Serializer[Any]):
 
 
 class ApiTokenSerializer(serializers.ModelSerializer[ApiToken]):
-    username = serializers.SlugRelatedField(
+    username = user_field(
         source="user",
-        slug_field="username",
-        queryset=get_user_model().objects.all(),
+        queryset=get_user_model()._default_manager.all(),
         required=False,
-        help_text="The token's user; the requesting staff user by default. "
-        "Becomes a member of the tenant.",
+        help_text="The token's user (the value of the user model's "
+        "USERNAME_FIELD); the requesting staff user by default. Becomes a "
+        "member of the tenant.",
     )
     scopes = serializers.ListField(
         child=serializers.ChoiceField(choices=sorted(KNOWN_SCOPES)),

@@ -9,7 +9,6 @@ from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.http import HttpRequest, JsonResponse
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, mixins, status
 from rest_framework.filters import SearchFilter
 from rest_framework.request import Request
@@ -17,10 +16,11 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
 from engines_app.registry import default_registry
-from mcp_gateway import bookkeeping, permissions, tokens
+from mcp_gateway import bookkeeping, permissions, tokens, users
 from mcp_gateway.api import serializers
 from mcp_gateway.api.base import StaffViewSet
 from mcp_gateway.api.filters import BooleanFilter, ToolCallFilter
+from mcp_gateway.api.openapi import OpenApiParameter, extend_schema
 from mcp_gateway.audit_models import ToolCall
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
 
@@ -56,10 +56,12 @@ class MembershipViewSet(
     """Members and their roles; POST adds a member or changes the role."""
 
     serializer_class = serializers.MembershipSerializer
-    lookup_field = "user__username"
+    # ``username`` in the route is the value of the user model's
+    # USERNAME_FIELD (an email on a site that signs in by email).
+    lookup_field = f"user__{users.login_field()}"
     lookup_url_kwarg = "username"
     filter_backends = [SearchFilter]
-    search_fields = ["user__username", "user__email"]
+    search_fields = users.search_fields()
 
     def get_queryset(self) -> QuerySet[Membership]:
         return self.tenant.memberships.select_related("user")
@@ -137,7 +139,7 @@ class ApiTokenViewSet(
     serializer_class = serializers.ApiTokenSerializer
     lookup_field = "prefix"
     filter_backends = [SearchFilter]
-    search_fields = ["prefix", "name", "user__username"]
+    search_fields = ["prefix", "name", *users.search_fields()]
 
     def get_queryset(self) -> QuerySet[ApiToken]:
         return self.tenant.tokens.select_related("user")

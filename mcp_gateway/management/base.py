@@ -26,16 +26,26 @@ def get_tenant(slug: str) -> Tenant:
     return tenant
 
 
+USER_HELP = (
+    "The user's login: the value of the user model's USERNAME_FIELD "
+    "(a username, or an email on a site that signs in by email)."
+)
+
+
 def get_user(username: str, *, create: bool = False) -> User:
-    """Return the user, creating one without a password if ``create``.
+    """Return the user whose ``USERNAME_FIELD`` is ``username``.
+
+    With ``create``, a missing user is created without a password through
+    the model's manager (``create_user(<USERNAME_FIELD>=username)``).
 
     Raises:
         CommandError: no such user and ``create`` is false.
     """
     model = get_user_model()
-    user = model.objects.filter(**{model.USERNAME_FIELD: username}).first()
+    field = model.USERNAME_FIELD
+    user = model._default_manager.filter(**{field: username}).first()
     if user is None and create:
-        user = model.objects.create_user(username)
+        user = model._default_manager.create_user(**{field: username})
     if user is None:
         raise CommandError(
             f"No user named {username!r}; pass --create-user to create one."

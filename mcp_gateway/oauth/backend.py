@@ -10,7 +10,7 @@ from django.contrib.auth.backends import BaseBackend
 from django.contrib.auth.models import User
 from django.http import HttpRequest
 
-from mcp_gateway import tokens
+from mcp_gateway import tokens, users
 from mcp_gateway.models import AuthorizationServer, Tenant
 from mcp_gateway.oauth import introspection, jwt
 from mcp_gateway.oauth.resource import resource_url
@@ -53,8 +53,9 @@ class OAuthBackend(BaseBackend):
         user.mcp_scopes = scopes_of(claims)  # type: ignore[attr-defined]
         return user
 
-    def get_user(self, user_id: int) -> User | None:
-        return None  # never used for sessions
+    def get_user(self, user_id: Any) -> User | None:
+        """Load a session's user as ``ModelBackend`` does (``force_login``)."""
+        return users.session_user(user_id)  # type: ignore[no-any-return]
 
 
 def scopes_of(claims: dict[str, Any]) -> frozenset[str]:

@@ -138,3 +138,27 @@ def test_the_api_keeps_to_its_schema(api_schema, staff_token, method, path):
         )
 
     keeps_to_schema()
+
+
+def test_without_drf_spectacular_in_installed_apps_the_schema_routes_are_404(
+    api, db, settings
+):
+    settings.INSTALLED_APPS = [
+        app for app in settings.INSTALLED_APPS if not app.startswith("drf_spectacular")
+    ]
+
+    schema = api.get("/api/schema/")
+    docs = api.get("/api/docs/")
+    engines = api.get("/api/engines/")
+
+    assert schema.status_code == docs.status_code == 404
+    assert schema.json() == {"code": "not_found", "detail": "Not found."}
+    assert engines.status_code == 200
+
+
+def test_decorated_actions_build_on_the_gateway_schema_not_the_sites_default():
+    from mcp_gateway.api.schema import GatewayAutoSchema
+    from mcp_gateway.api.views import ApiTokenViewSet, ExposureViewSet
+
+    for method in (ApiTokenViewSet.create, ExposureViewSet.expose_all):
+        assert issubclass(method.kwargs["schema"], GatewayAutoSchema)

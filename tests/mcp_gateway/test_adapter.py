@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from demo.basic import Add, Echo, Fail, Reject, WhoAmI
+from demo.conformance import JsonSchema202012
 from engines_app.context import EngineContext, Principal
-from engines_app.demo.basic import Add, Echo, Fail, Reject, WhoAmI
-from engines_app.demo.conformance import JsonSchema202012
 from engines_app.engine import Engine, Hints, Icon, engine
 from engines_app.errors import EngineError
 from engines_app.registry import EngineRegistry

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from engines_app.demo import basic
+from demo import basic
 from engines_app.engine import FunctionEngine
 from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping

@@ -5,8 +5,8 @@ from django.core import checks
 
 from mcp_gateway import bookkeeping
 from mcp_gateway.checks import (
+    check_api_requirements,
     check_auth_mode,
-    check_secret_key,
     check_settings,
     check_stale_exposures,
 )
@@ -21,7 +21,6 @@ def ids(messages: list[checks.CheckMessage]) -> list[str | None]:
 def test_the_test_settings_pass_the_settings_checks():
     assert check_settings(None) == []
     assert check_auth_mode(None) == []
-    assert check_secret_key(None) == []
 
 
 def test_an_unknown_gateway_key_is_e001(settings):
@@ -85,26 +84,6 @@ def test_required_auth_is_silent_anywhere(settings):
     settings.ALLOWED_HOSTS = ["example.com"]
 
     assert check_auth_mode(None) == []
-
-
-def test_the_insecure_default_secret_key_without_debug_is_e004(settings):
-    settings.SECRET_KEY = "django-insecure-reference-project-development-only-key"
-    settings.DEBUG = False
-
-    assert ids(check_secret_key(None)) == ["mcp_gateway.E004"]
-
-
-def test_the_insecure_default_secret_key_with_debug_is_allowed(settings):
-    settings.SECRET_KEY = "django-insecure-reference-project-development-only-key"
-    settings.DEBUG = True
-
-    assert check_secret_key(None) == []
-
-
-def test_a_real_secret_key_passes(settings):
-    settings.DEBUG = False
-
-    assert check_secret_key(None) == []
 
 
 def test_a_stale_exposure_is_w001(tenant):
@@ -179,3 +158,33 @@ def test_disabled_auth_anywhere_else_refuses_every_request(client, settings, ten
 
     assert response.status_code == 503
     assert response.json()["error"]["code"] == -32000
+
+
+# The management API's requirements
+
+
+def test_the_reference_urlconf_with_drf_installed_passes():
+    assert check_api_requirements(None) == []
+
+
+def test_including_the_api_without_drfs_apps_is_e020(settings):
+    settings.INSTALLED_APPS = [
+        app
+        for app in settings.INSTALLED_APPS
+        if app not in ("rest_framework.authtoken", "drf_spectacular")
+    ]
+
+    messages = check_api_requirements(None)
+
+    assert ids(messages) == ["mcp_gateway.E020"]
+    assert "'rest_framework.authtoken'" in messages[0].msg
+    assert "'rest_framework'," not in messages[0].msg
+
+
+def test_a_urlconf_without_the_api_needs_nothing(settings):
+    settings.ROOT_URLCONF = "mcp_gateway.urls"
+    settings.INSTALLED_APPS = [
+        app for app in settings.INSTALLED_APPS if not app.startswith("rest_framework")
+    ]
+
+    assert check_api_requirements(None) == []

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from django.test import override_settings
 
+from demo import basic, conformance
+from demo.models import Note
 from engines_app.context import Principal
-from engines_app.demo import basic, conformance
 from engines_app.engine import Engine, engine
 from engines_app.interaction import InputRequest
-from engines_app.models import Note
 from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping, hotpath
 from mcp_gateway.callrecord import CallRecord
@@ -53,7 +53,11 @@ def hot_tenant(db: None) -> Tenant:
 
 def scope_for(tenant: Tenant, headers: dict[str, str]) -> CallScope:
     principal = Principal(
-        tenant=tenant.slug, user="alice", token="abc", scopes=frozenset({"mcp:tools"})
+        tenant=tenant.slug,
+        tenant_id=tenant.pk,
+        user="alice",
+        token="abc",
+        scopes=frozenset({"mcp:tools"}),
     )
     return CallScope(
         tenant, catalog_for(tenant), principal, headers, record=CallRecord()
@@ -330,7 +334,7 @@ def test_a_client_that_can_be_asked_takes_the_sdk_path(hot_tenant: Tenant) -> No
 def test_an_engine_asking_on_a_legacy_wire_is_a_tool_error_on_both_paths(
     hot_tenant: Tenant,
 ) -> None:
-    note = Note.objects.create(tenant=hot_tenant.slug, title="Keep me")
+    note = Note.objects.create(tenant=hot_tenant, title="Keep me")
     arguments = {"id": note.pk}
     message, headers = request(
         "2025-11-25", "tools/call", {"name": "demo_delete_note", "arguments": arguments}

@@ -8,8 +8,8 @@ from unittest import mock
 
 import pytest
 
+from demo.models import Note
 from engines_app.context import Principal
-from engines_app.models import Note
 from mcp_gateway import bookkeeping
 from mcp_gateway.catalog import catalog_for, clear_cache
 from mcp_gateway.models import Tenant
@@ -32,11 +32,16 @@ def tenant() -> Tenant:
 
 @pytest.fixture
 def note(tenant: Tenant) -> Note:
-    return Note.objects.create(tenant=tenant.slug, title="groceries")
+    return Note.objects.create(tenant=tenant, title="groceries")
 
 
 def principal(tenant: Tenant, user: str = "alice") -> Principal:
-    return Principal(tenant=tenant.slug, user=user, scopes=frozenset({"mcp:tools"}))
+    return Principal(
+        tenant=tenant.slug,
+        tenant_id=tenant.pk,
+        user=user,
+        scopes=frozenset({"mcp:tools"}),
+    )
 
 
 def delete(

@@ -12,8 +12,8 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
+from demo.basic import Add
 from engines_app.context import Principal
-from engines_app.demo.basic import Add
 from engines_app.registry import EngineRegistry
 from mcp_gateway import audit, bookkeeping, callrecord, tokens
 from mcp_gateway.audit_models import ExposureEvent, Outcome, ToolCall

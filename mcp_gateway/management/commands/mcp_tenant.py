@@ -11,6 +11,7 @@ from django.db.models import Count
 
 from mcp_gateway.forms import clean_origin
 from mcp_gateway.management.base import (
+    USER_HELP,
     get_tenant,
     get_user,
     table,
@@ -42,7 +43,7 @@ class Command(BaseCommand):
         disable.add_argument("slug")
         member = actions.add_parser("add-member", help="Add a user to a tenant.")
         member.add_argument("slug")
-        member.add_argument("username")
+        member.add_argument("username", help=USER_HELP)
         member.add_argument("--create-user", action="store_true")
         member.add_argument("--role", metavar="|".join(ROLES))
 

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from mcp_gateway import tokens
-from mcp_gateway.management.base import get_tenant, get_user, table
+from mcp_gateway.management.base import USER_HELP, get_tenant, get_user, table
 from mcp_gateway.models import ApiToken
 
 
@@ -21,7 +21,7 @@ class Command(BaseCommand):
             "create", help="Issue a token; prints it alone, once."
         )
         create.add_argument("slug")
-        create.add_argument("--user", required=True, metavar="USERNAME")
+        create.add_argument("--user", required=True, metavar="USERNAME", help=USER_HELP)
         create.add_argument("--create-user", action="store_true")
         create.add_argument(
             "--scope",
@@ -77,13 +77,20 @@ class Command(BaseCommand):
         if token is None:
             raise CommandError("No such token.")
         self.stdout.write(
-            f"Revoked token {token.prefix} of {token.user} in {token.tenant}."
+            f"Revoked token {token.prefix} of {token.user.get_username()} "
+            f"in {token.tenant}."
         )
 
     def list_tokens(self, slug: str) -> None:
         tenant = get_tenant(slug)
         rows = [
-            (t.prefix, t.user, " ".join(t.scopes), _state(t), _when(t.last_used_at))
+            (
+                t.prefix,
+                t.user.get_username(),
+                " ".join(t.scopes),
+                _state(t),
+                _when(t.last_used_at),
+            )
             for t in tenant.tokens.select_related("user")
         ]
         if not rows:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from demo.models import Note
 from engines_app.context import EngineContext
 from engines_app.engine import Engine, Hints
 from engines_app.errors import EngineError
 from engines_app.interaction import InputRequest, confirm
-from engines_app.models import Note
 
 NOTE_ID = {"type": "integer", "minimum": 1}
 
@@ -35,7 +35,7 @@ class AddNote(Engine):
 
     def execute(self, context: EngineContext) -> dict[str, Any]:
         note = Note.objects.create(
-            tenant=context.principal.tenant,
+            tenant_id=_tenant_id(context),
             title=context.request.input["title"],
             body=context.request.input.get("body", ""),
             created_by=context.principal.user or "",
@@ -71,11 +71,19 @@ class DeleteNote(Engine):
 
     def _note(self, context: EngineContext) -> Note:
         note = Note.objects.filter(
-            tenant=context.principal.tenant, pk=context.request.input["id"]
+            tenant_id=_tenant_id(context), pk=context.request.input["id"]
         ).first()
         if note is None:
             raise EngineError("NOT_FOUND", "There is no note with this id.")
         return note
+
+
+def _tenant_id(context: EngineContext) -> int:
+    """The caller's tenant's primary key; notes are never keyed by slug."""
+    tenant_id = context.principal.tenant_id
+    if tenant_id is None:
+        raise EngineError("NO_TENANT", "Notes need a tenant.")
+    return tenant_id
 
 
 ENGINES = (AddNote, DeleteNote)

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from demo import basic, conformance
 from engines_app.context import EngineContext, EngineRequest, Principal, Signal
-from engines_app.demo import basic, conformance
 from engines_app.engine import Engine, is_async_engine
 from engines_app.errors import EngineError
 from engines_app.registry import EngineRegistry, default_registry

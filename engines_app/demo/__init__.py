@@ -1,1 +1,0 @@
-"""Demo engines for the reference project; a site may leave them out."""

@@ -1,0 +1,1 @@
+pytest_plugins = ["mcp_gateway.testing.fixtures"]

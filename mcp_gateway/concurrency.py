@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import random
 import secrets
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -37,6 +38,8 @@ MARGIN_SECONDS = 10.0
 class Lease:
     key: str
     holder: str
+    expires: float
+    """``time.monotonic()`` when the cache lets the slot go by itself."""
 
 
 @contextlib.contextmanager
@@ -60,24 +63,38 @@ def lease(context: EngineContext) -> Iterator[bool]:
 
 
 def acquire(tenant: str, cap: int, ttl: float) -> Lease | None:
-    """Take a free slot of ``tenant`` for ``ttl`` seconds, or ``None``."""
+    """Take a free slot of ``tenant`` for ``ttl`` seconds, or ``None``.
+
+    One cache round trip while the tenant has room: ``add`` on a slot picked
+    at random. Only when that slot is taken are the others read, and the
+    free ones tried.
+    """
     cache = caches[gateway_settings().RATE_LIMIT_CACHE]
     keys = [f"mcpgw:cc:{tenant}:{slot}" for slot in range(max(0, cap))]
-    taken = cache.get_many(keys)
-    free = [key for key in keys if key not in taken]
-    random.shuffle(free)  # callers racing for a slot rarely pick the same one
+    if not keys:
+        return None
     holder = secrets.token_hex(8)
+    expires = time.monotonic() + ttl
+    # Spread callers over the slots (no secret): racers rarely collide.
+    first = random.choice(keys)  # noqa: S311
+    if cache.add(first, holder, ttl):
+        return Lease(first, holder, expires)
+    taken = cache.get_many(keys)
+    free = [key for key in keys if key not in taken and key != first]
+    random.shuffle(free)
     for key in free:
         if cache.add(key, holder, ttl):
-            return Lease(key, holder)
+            return Lease(key, holder, expires)
     return None
 
 
 def release(held: Lease) -> None:
-    """Give a slot back, unless it expired and another call holds it now."""
+    """Give a slot back: one ``delete`` while the lease cannot have expired;
+    past that, only if no other call holds the slot now."""
     cache = caches[gateway_settings().RATE_LIMIT_CACHE]
     try:
-        if cache.get(held.key) == held.holder:
+        unexpired = time.monotonic() < held.expires - 1
+        if unexpired or cache.get(held.key) == held.holder:
             cache.delete(held.key)
     except Exception:  # the slot expires by itself
         ratelimit.cache_down()

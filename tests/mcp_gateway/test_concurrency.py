@@ -215,3 +215,14 @@ def test_a_busy_call_is_audited_busy(client: Client, tenant, token):
     assert json.loads(result["content"][0]["text"])["code"] == "BUSY"
     assert list(ToolCall.objects.values_list("outcome", flat=True)) == ["busy"]
     assert Tenant.objects.count() == 1
+
+
+def test_a_late_release_never_frees_a_slot_another_call_holds_now(monkeypatch):
+    held = concurrency.acquire("acme", 1, 5)
+    assert held is not None
+    caches["default"].set(held.key, "a later call", 30)  # ours expired meanwhile
+    monkeypatch.setattr(time, "monotonic", lambda: held.expires + 1)
+
+    concurrency.release(held)
+
+    assert caches["default"].get(held.key) == "a later call"

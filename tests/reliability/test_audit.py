@@ -224,3 +224,10 @@ def test_a_tenant_deleted_during_the_call_still_gets_its_row(tenant):
 
     row = ToolCall.objects.get()
     assert (row.tenant_id, row.tenant_slug) == (None, "acme")
+
+
+def test_a_busy_answer_is_audited_busy_whatever_made_it():
+    busy = '{"code":"BUSY","message":"The server is busy; try again shortly."}'
+
+    assert callrecord.outcome_of(True, busy) == "busy"
+    assert "busy" in Outcome.values

@@ -128,6 +128,12 @@ def child_gateway(args: argparse.Namespace) -> dict[str, float]:
     from django.db import connection
 
     application = get_wsgi_application()
+    # The view refuses that mode outside DEBUG with loopback hosts, and DEBUG
+    # would add its query log to every call; the benchmark measures the view,
+    # so it lifts the guard in this child alone.
+    from mcp_gateway import checks
+
+    checks.auth_may_be_disabled = lambda: True
     _gateway_data()
     call = _wsgi_call(application)
     view_us = per_call_us(call, args.calls, args.repeats)

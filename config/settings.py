@@ -123,7 +123,19 @@ MCP_GATEWAY = {
     "ENGINE_DEADLINE_SECONDS": env.float("MCP_ENGINE_DEADLINE_SECONDS", default=30.0),
     "TOOLS_LIST_TTL_MS": env.int("MCP_TOOLS_LIST_TTL_MS", default=60_000),
     "RATE_LIMIT_FAIL_OPEN": env.bool("MCP_RATE_LIMIT_FAIL_OPEN", default=True),
+    "MAX_CONCURRENT_CALLS_PER_TENANT": env.int(
+        "MCP_MAX_CONCURRENT_CALLS_PER_TENANT", default=None
+    ),
     "JWKS_TIMEOUT_SECONDS": env.float("MCP_JWKS_TIMEOUT_SECONDS", default=5.0),
+    "OAUTH_MAX_RESPONSE_BYTES": env.int(
+        "MCP_OAUTH_MAX_RESPONSE_BYTES", default=262_144
+    ),
+    "OAUTH_FAILURE_CACHE_SECONDS": env.float(
+        "MCP_OAUTH_FAILURE_CACHE_SECONDS", default=30.0
+    ),
+    "OAUTH_ALLOWED_PRIVATE_HOSTS": env.list(
+        "MCP_OAUTH_ALLOWED_PRIVATE_HOSTS", default=[]
+    ),
     "SSE_KEEPALIVE_SECONDS": env.float("MCP_SSE_KEEPALIVE_SECONDS", default=15.0),
     "REQUEST_STATE_TTL_SECONDS": env.float(
         "MCP_REQUEST_STATE_TTL_SECONDS", default=600.0

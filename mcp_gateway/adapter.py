@@ -33,7 +33,7 @@ from engines_app.engine import Hints, Icon, is_async_engine
 from engines_app.errors import EngineError
 from engines_app.interaction import InputReply, InputRequest
 from engines_app.results import Audio, Content, Image, Resource, RichResult, Text
-from mcp_gateway import deadlines, simple_schema
+from mcp_gateway import concurrency, deadlines, simple_schema
 from mcp_gateway.dispatch_context import run_in_thread_loop
 from mcp_gateway.interaction import UNAVAILABLE
 from mcp_gateway.naming import tool_name
@@ -212,13 +212,16 @@ def execute(
         refusal = _refusal(engine, arguments, context.principal)
         if refusal is not None:
             return refusal
-        if is_async_engine(engine):
-            value = run_in_thread_loop(_acall(engine, context))
-        else:
-            value = deadlines.call_sync_engine(engine, context)
-        if inspect.isawaitable(value):
-            value = run_in_thread_loop(_awaited(value))
-        return to_result(engine, value)
+        with concurrency.lease(context) as admitted:
+            if not admitted:
+                return _busy()
+            if is_async_engine(engine):
+                value = run_in_thread_loop(_acall(engine, context))
+            else:
+                value = deadlines.call_sync_engine(engine, context)
+            if inspect.isawaitable(value):
+                value = run_in_thread_loop(_awaited(value))
+            return to_result(engine, value)
     except (_DeadlineExceeded, deadlines.DeadlineExceeded):
         return _timeout()
     except deadlines.PoolFull:
@@ -248,10 +251,13 @@ async def aexecute(
         refusal = _refusal(engine, arguments, context.principal)
         if refusal is not None:
             return refusal
-        value = await _acall(engine, context)
-        if isinstance(value, InputRequest) and ask is not None:
-            return ask(value)
-        return to_result(engine, value)
+        with concurrency.lease(context) as admitted:
+            if not admitted:
+                return _busy()
+            value = await _acall(engine, context)
+            if isinstance(value, InputRequest) and ask is not None:
+                return ask(value)
+            return to_result(engine, value)
     except (_DeadlineExceeded, deadlines.DeadlineExceeded):
         return _timeout()
     except deadlines.PoolFull:

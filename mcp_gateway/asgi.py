@@ -3,8 +3,10 @@
 Django's ASGI handler reads the whole body before any view runs, and ASGI
 servers hand an absolute-form target over as a path. For requests to an MCP
 mount (a path ending in ``/mcp``) this wrapper refuses an absolute-form
-target with 400 and never lets more than ``MAX_REQUEST_BYTES`` + 1 body bytes
-reach Django, so the view answers 413 in its usual order of checks.
+target with 400 (when the server still shows it: httptools does not) and
+never lets more than ``MAX_REQUEST_BYTES`` + 1 body bytes reach Django, so
+the view answers 413 in its usual order of checks. Any HTTP/1.1 request
+without a Host header is a 400 (``framing``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ from typing import Any
 
 from mcp_gateway import jsonrpc
 from mcp_gateway.conf import gateway_settings
+from mcp_gateway.framing import MISSING_HOST, is_mount, lacks_host, refusal_body
 from mcp_gateway.serving import announce_asgi
+
+__all__ = ["BoundaryGuard", "is_mount"]
 
 Scope = dict[str, Any]
 Message = Mapping[str, Any]
@@ -30,7 +35,10 @@ class BoundaryGuard:
         announce_asgi()  # the URLconf will serve the async endpoint
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not is_mount(scope["path"]):
+        if scope["type"] == "http" and _lacks_host(scope):
+            body = refusal_body(scope["path"], MISSING_HOST)
+            await _send_json(send, 400, body)
+        elif scope["type"] != "http" or not is_mount(scope["path"]):
             await self.app(scope, receive, send)
         elif not scope.get("raw_path", b"/").startswith(b"/"):
             await _refuse(
@@ -40,8 +48,9 @@ class BoundaryGuard:
             await self.app(scope, _bounded(receive, scope), send)
 
 
-def is_mount(path: str) -> bool:
-    return path.rstrip("/").endswith("/mcp")
+def _lacks_host(scope: Scope) -> bool:
+    has_host = any(name.lower() == b"host" for name, _ in scope.get("headers", []))
+    return lacks_host(str(scope.get("http_version", "1.1")), has_host)
 
 
 def _declared_length(scope: Scope) -> int | None:
@@ -93,6 +102,10 @@ async def _after_body(receive: Receive) -> Message:
 
 async def _refuse(send: Send, status: int, message: str) -> None:
     body = json.dumps(jsonrpc.error_body(jsonrpc.INVALID_REQUEST, message)).encode()
+    await _send_json(send, status, body)
+
+
+async def _send_json(send: Send, status: int, body: bytes) -> None:
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", b"%d" % len(body)),

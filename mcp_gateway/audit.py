@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import logging
+import math
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any, cast
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
-from django.db import router
+from django.db import DataError, IntegrityError, connections, router
 from django.utils import timezone
 
 from engines_app.context import Principal
@@ -18,7 +21,11 @@ from mcp_gateway.compiled import CompiledInsert
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.models import Tenant
 
+logger = logging.getLogger("mcp_gateway")
+
 REDACTED = "[redacted]"
+UNSTORABLE = "[unstorable]"
+"""What the row holds instead of a value no database would store."""
 
 
 _insert_call = CompiledInsert(ToolCall)
@@ -32,24 +39,46 @@ def start_record(method: str) -> CallRecord | None:
 
 
 def record_call(record: CallRecord, tenant: Tenant, principal: Principal) -> None:
-    """Write one row for a call that reached dispatch: exactly one INSERT."""
+    """Write one row for a call that reached dispatch: one INSERT, whatever
+    the call held (a value no database stores becomes a placeholder)."""
     if record.outcome is None:
         return
     call = ToolCall(
         tenant=tenant,
         tenant_slug=tenant.slug,
-        user=(principal.user or "")[:150],
+        user=storable(principal.user or "")[:150],
         token_prefix=(principal.token or "")[:16],
         tool_name=record.tool_name,
-        engine_id=record.engine_id,
-        engine_version=record.engine_version[:64],
+        engine_id=storable(record.engine_id)[:200],
+        engine_version=storable(record.engine_version)[:64],
         outcome=record.outcome,
-        duration_ms=record.duration_ms,
+        duration_ms=min(record.duration_ms, 2**31 - 1),
         request_id=record.request_id,
         protocol_version=record.protocol_version,
-        arguments=record.arguments,
+        arguments=storable_json(record.arguments),
     )
-    _insert_call.insert(call, using=router.db_for_write(ToolCall))
+    alias = router.db_for_write(ToolCall)
+    try:
+        _insert_call.insert(call, using=alias)
+    except (DataError, IntegrityError):
+        if connections[alias].in_atomic_block:
+            raise  # its transaction is lost; the caller's to handle
+        # Never lose the row: keep what is known, without what was refused.
+        logger.exception("Audit row of %s refused; stored without it", call)
+        call.tenant = None  # deleted meanwhile; the slug stays
+        call.arguments = None if call.arguments is None else UNSTORABLE
+        _insert_call.insert(call, using=alias)
+
+
+def storable_json(value: Any) -> Any:
+    """``value`` when every database stores it as JSON, else the placeholder."""
+    if value is None:
+        return None
+    try:
+        json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except (ValueError, TypeError, RecursionError, UnicodeEncodeError):
+        return UNSTORABLE
+    return value
 
 
 async def arecord_call(
@@ -78,6 +107,8 @@ def redact(value: Any, keys: frozenset[str]) -> Any:
         }
     if isinstance(value, list | tuple):
         return [redact(item, keys) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return UNSTORABLE
     return storable(value) if isinstance(value, str) else value
 
 

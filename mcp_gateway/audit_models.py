@@ -21,6 +21,7 @@ class Outcome(models.TextChoices):
     TIMEOUT = "timeout", _("timeout")
     RATE_LIMITED = "rate_limited", _("rate limited")
     CANCELLED = "cancelled", _("cancelled")
+    BUSY = "busy", _("busy (the tenant's concurrent calls at their cap)")
 
 
 class ToolCall(models.Model):

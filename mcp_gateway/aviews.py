@@ -122,12 +122,22 @@ async def _answer_streaming(
         await _cancel(call, channel)
         raise
     if call.done() and not channel.pending:
-        return response_of(call.result())
-    return StreamingHttpResponse(_events(call, channel), headers=sse.HEADERS)
+        try:
+            return response_of(call.result())
+        except DatabaseError:
+            return _unavailable(scope.tenant.slug, message.id)
+    events = _events(call, channel, message.id)
+    return StreamingHttpResponse(events, headers=sse.HEADERS)
+
+
+def _unavailable(slug: str, request_id: object) -> HttpResponse:
+    """The JSON path's answer to a database failure, for the SSE path."""
+    logger.exception("Database unavailable while serving tenant %r", slug)
+    return boundary.error(503, jsonrpc.SERVER_ERROR, "Service unavailable.", request_id)
 
 
 async def _events(
-    call: asyncio.Future[Outcome], channel: Channel
+    call: asyncio.Future[Outcome], channel: Channel, request_id: object
 ) -> AsyncIterator[bytes]:
     try:
         while not call.done():
@@ -137,7 +147,16 @@ async def _events(
                 yield sse.KEEPALIVE
         for notification in channel.drain():
             yield sse.event(notification)
-        outcome = call.result()
+        try:
+            outcome = call.result()
+        except DatabaseError:
+            # Committed to 200 already: the error goes in the stream.
+            logger.exception("Database unavailable while streaming a call")
+            error = jsonrpc.error_body(
+                jsonrpc.SERVER_ERROR, "Service unavailable.", request_id
+            )
+            yield sse.event(error)
+            return
         if outcome.encoded is not None:
             yield sse.encoded_event(outcome.encoded)
         elif outcome.body is not None:

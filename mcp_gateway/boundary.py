@@ -177,7 +177,10 @@ def read_body(request: HttpRequest) -> bytes | HttpResponse:
     stream: Any = request
     if not request.META.get("CONTENT_LENGTH") and "wsgi.input" in request.META:
         stream = request.META["wsgi.input"]  # chunked: Django would read nothing
-    body = stream.read(limit + 1)
+    try:
+        body = stream.read(limit + 1)
+    except Exception:  # the server's own errors (gunicorn: bad chunk sizes)
+        return plain(400, "Malformed request body.")
     if len(body) > limit:
         return plain(413, "Request body too large.")
     return bytes(body)

@@ -21,13 +21,24 @@ DENIED = "denied"
 TIMEOUT = "timeout"
 RATE_LIMITED = "rate_limited"
 CANCELLED = "cancelled"
-OUTCOMES = (OK, TOOL_ERROR, INVALID, FAILED, DENIED, TIMEOUT, RATE_LIMITED, CANCELLED)
+BUSY = "busy"
+OUTCOMES = (
+    OK,
+    TOOL_ERROR,
+    INVALID,
+    FAILED,
+    DENIED,
+    TIMEOUT,
+    RATE_LIMITED,
+    CANCELLED,
+    BUSY,
+)
 
 _FAILURE_CODES = {
     "FORBIDDEN": DENIED,
     "TIMEOUT": TIMEOUT,
     "EXECUTION_FAILED": FAILED,
-    "BUSY": FAILED,
+    "BUSY": BUSY,
 }
 
 
@@ -64,8 +75,13 @@ class CallRecord:
 
 
 def storable(text: str) -> str:
-    """``text`` without NUL characters, which PostgreSQL cannot store."""
-    return text.replace("\x00", "\ufffd")
+    """``text`` as every database stores it: no NUL, no lone surrogate."""
+    text = text.replace("\x00", "\ufffd")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
 
 
 def outcome_of(is_error: bool, first_text: str | None) -> str:

@@ -33,6 +33,15 @@ def check_settings(
         )
         for key in sorted(unknown_keys())
     ]
+    cap = gateway_settings().MAX_CONCURRENT_CALLS_PER_TENANT
+    if cap is not None and (not isinstance(cap, int) or cap < 1):
+        errors.append(
+            checks.Error(
+                f"MCP_GATEWAY['MAX_CONCURRENT_CALLS_PER_TENANT'] is {cap!r}.",
+                hint="Use a positive number of calls, or None for no cap.",
+                id="mcp_gateway.E005",
+            )
+        )
     if gateway_settings().AUTH_MODE not in (AUTH_REQUIRED, AUTH_DISABLED):
         errors.append(
             checks.Error(
@@ -44,13 +53,18 @@ def check_settings(
     return errors
 
 
+def auth_may_be_disabled() -> bool:
+    """Whether this is a loopback development setup: DEBUG on, and every
+    ``ALLOWED_HOSTS`` entry a loopback name. The endpoint refuses every
+    request when authentication is disabled anywhere else."""
+    hosts = set(settings.ALLOWED_HOSTS)
+    return bool(settings.DEBUG and hosts and hosts <= LOOPBACK_HOSTS)
+
+
 def check_auth_mode(
     app_configs: Sequence[AppConfig] | None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
-    if gateway_settings().AUTH_MODE != AUTH_DISABLED:
-        return []
-    hosts = set(settings.ALLOWED_HOSTS)
-    if settings.DEBUG and hosts and hosts <= LOOPBACK_HOSTS:
+    if gateway_settings().AUTH_MODE != AUTH_DISABLED or auth_may_be_disabled():
         return []
     return [
         checks.Error(

@@ -27,7 +27,11 @@ class GatewaySettings:
     RATE_LIMIT_FAIL_OPEN: bool = True
     RATE_LIMIT_CACHE: str = "default"
     ENGINE_THREADS: int = 16
+    MAX_CONCURRENT_CALLS_PER_TENANT: int | None = None
     JWKS_TIMEOUT_SECONDS: float = 5.0
+    OAUTH_MAX_RESPONSE_BYTES: int = 262_144
+    OAUTH_FAILURE_CACHE_SECONDS: float = 30.0
+    OAUTH_ALLOWED_PRIVATE_HOSTS: tuple[str, ...] = ()
     JWKS_CACHE_SECONDS: int = 3600
     INTROSPECTION_CACHE_SECONDS: int = 60
     ALLOW_INSECURE_LOOPBACK_ISSUERS: bool = False

@@ -122,17 +122,18 @@ async def run_sync_engine(engine: Any, context: EngineContext) -> Any:
         DeadlineExceeded: the deadline passed first (the signal is cancelled).
         PoolFull: no engine thread is free.
     """
-    if not blocks(engine):
-        return engine.execute(context)
-    if _inline.get():
-        return await run_sync_outside_loop(engine.execute, context)
-    pool = engine_pool()
-    waiting = asyncio.wrap_future(pool.submit(engine.execute, context))
-    waiting.add_done_callback(_retrieve)  # an abandoned run may still fail
-    remaining = context.signal.remaining()
-    with anyio.move_on_after(float("inf") if remaining is None else remaining):
-        # shield: a cancelled wait must not cancel a queued run and leak a slot
-        return await asyncio.shield(waiting)
+    with _classified(context):
+        if not blocks(engine):
+            return engine.execute(context)
+        if _inline.get():
+            return await run_sync_outside_loop(engine.execute, context)
+        pool = engine_pool()
+        waiting = asyncio.wrap_future(pool.submit(engine.execute, context))
+        waiting.add_done_callback(_retrieve)  # an abandoned run may still fail
+        remaining = context.signal.remaining()
+        with anyio.move_on_after(float("inf") if remaining is None else remaining):
+            # shield: a cancelled wait must not cancel a queued run, leak a slot
+            return await asyncio.shield(waiting)
     context.signal.cancel()
     pool.abandon(str(getattr(engine, "id", engine)))
     raise DeadlineExceeded
@@ -148,19 +149,39 @@ def call_sync_engine(engine: Any, context: EngineContext) -> Any:
         DeadlineExceeded: the deadline passed first (the signal is cancelled).
         PoolFull: no engine thread is free.
     """
-    if not blocks(engine) or _in_transaction():
-        return engine.execute(context)
-    pool = engine_pool()
-    running = pool.submit(engine.execute, context)
-    try:
-        return running.result(timeout=context.signal.remaining())
-    except TimeoutError:
-        if running.done():
-            raise  # the engine's own TimeoutError
+    with _classified(context):
+        if not blocks(engine) or _in_transaction():
+            return engine.execute(context)
+        pool = engine_pool()
+        running = pool.submit(engine.execute, context)
+        try:
+            return running.result(timeout=context.signal.remaining())
+        except TimeoutError:
+            if running.done():
+                raise  # the engine's own TimeoutError
     running.add_done_callback(_retrieve)  # an abandoned run may still fail
     context.signal.cancel()
     pool.abandon(str(getattr(engine, "id", engine)))
     raise DeadlineExceeded
+
+
+@contextlib.contextmanager
+def _classified(context: EngineContext) -> Iterator[None]:
+    """An engine failing once its deadline has passed timed out.
+
+    The engine sees its deadline through its signal at the very moment the
+    wait for it ends; whichever notices first, the outcome is a timeout,
+    never the engine's own reaction to the deadline (``CANCELLED``, say).
+    A cancellation by the caller is no deadline: it stays a cancellation.
+    """
+    try:
+        yield
+    except (DeadlineExceeded, PoolFull):
+        raise
+    except Exception as exc:
+        if context.signal.deadline is not None and context.signal.remaining() == 0:
+            raise DeadlineExceeded from exc
+        raise
 
 
 @contextlib.contextmanager

@@ -135,6 +135,18 @@ class ApiTokenForm(forms.ModelForm[ApiToken]):
         help_text=_("Leave empty for a token that does not expire."),
     )
 
+    issued_by_superuser = False
+    """Set by the admin for the requesting user; only then may the token's
+    user be a superuser."""
+
     class Meta:
         model = ApiToken
         fields = ["tenant", "user", "name", "scopes"]
+
+    def clean_user(self) -> Any:
+        user = self.cleaned_data["user"]
+        if getattr(user, "is_superuser", False) and not self.issued_by_superuser:
+            raise ValidationError(
+                _("Only a superuser may issue a token for a superuser.")
+            )
+        return user

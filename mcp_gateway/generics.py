@@ -1,6 +1,7 @@
 """Let the admin and form classes the stubs call generic be subscripted.
 
-django-stubs types ``ModelAdmin``, the inlines and ``ModelForm`` as generic
+django-stubs types ``ModelAdmin``, the inlines, ``ModelForm`` and the
+formsets as generic
 (``admin.ModelAdmin[Tenant]``), but Django's own classes have no
 ``__class_getitem__``, so such a base class fails at import time unless
 something adds it (``django_stubs_ext.monkeypatch()``, a development tool).
@@ -18,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.admin.options import BaseModelAdmin
+from django.forms.formsets import BaseFormSet
 from django.forms.models import BaseModelForm
 
 
@@ -32,4 +34,4 @@ def make_subscriptable(*classes: type) -> None:
             cls.__class_getitem__ = classmethod(_same_class)  # type: ignore[attr-defined]
 
 
-make_subscriptable(BaseModelAdmin, BaseModelForm)
+make_subscriptable(BaseModelAdmin, BaseModelForm, BaseFormSet)

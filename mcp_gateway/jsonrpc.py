@@ -6,6 +6,7 @@ Imports nothing from Django.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -77,8 +78,9 @@ def parse(body: bytes) -> Message:
     """Parse one JSON-RPC message from raw bytes.
 
     Raises:
-        ParseError: not strict UTF-8, not JSON, NaN/Infinity, duplicate
-            keys, or nesting deeper than ``MAX_DEPTH``.
+        ParseError: not strict UTF-8, not JSON, NaN/Infinity (or a number
+            that overflows to it), duplicate keys, or nesting deeper than
+            ``MAX_DEPTH``.
         InvalidRequest: valid JSON that is not one JSON-RPC message.
     """
     return classify(loads(body))
@@ -89,7 +91,12 @@ def loads(body: bytes) -> Any:
         text = body.decode("utf-8")
         if text.count("[") + text.count("{") > MAX_DEPTH and _depth(text) > MAX_DEPTH:
             raise ParseError()
-        value = json.loads(text, object_pairs_hook=_unique, parse_constant=_no_constant)
+        value = json.loads(
+            text,
+            object_pairs_hook=_unique,
+            parse_constant=_no_constant,
+            parse_float=_finite,
+        )
         if _LONE_SURROGATE.search(text):
             json.dumps(value, ensure_ascii=False).encode("utf-8")
         return value
@@ -129,6 +136,15 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    """A JSON number as a float; one that overflows to infinity is refused
+    like ``Infinity`` itself (no database stores it, no engine expects it)."""
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"{text} overflows")
+    return value
 
 
 def _depth(text: str) -> int:

@@ -264,6 +264,16 @@ class AuthorizationServer(models.Model):
                 fields=["tenant", "issuer"],
                 name="mcp_gateway_authorizationserver_unique_issuer",
             ),
+            # An opaque token carries no issuer: with one introspection
+            # server per tenant, no server sees another's tokens.
+            models.UniqueConstraint(
+                fields=["tenant"],
+                condition=models.Q(kind="introspection"),
+                name="mcp_gateway_authorizationserver_one_introspection",
+                violation_error_message=_(
+                    "A tenant has at most one introspection server."
+                ),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -62,7 +62,7 @@ def check(tenant: Tenant, principal: Principal) -> Verdict:
             if retry_after:
                 return Verdict(False, retry_after)
     except Exception:  # any cache failure: Redis down, timeouts, ...
-        return _cache_down()
+        return cache_down()
     return ALLOWED
 
 
@@ -104,7 +104,8 @@ def _hit(key: str, limit: Limit, now: float) -> int:
     return max(1, math.ceil((index + 1) * window - now))
 
 
-def _cache_down() -> Verdict:
+def cache_down() -> Verdict:
+    """The verdict while the cache is unusable; logs at most once a minute."""
     fail_open = gateway_settings().RATE_LIMIT_FAIL_OPEN
     now = time.monotonic()
     with _warn_lock:

@@ -13,7 +13,16 @@ from django.urls import get_script_prefix, get_urlconf, reverse
 from django.views.decorators.csrf import csrf_exempt
 
 from engines_app.context import Principal
-from mcp_gateway import access, audit, bearer, boundary, callrecord, hotpath, jsonrpc
+from mcp_gateway import (
+    access,
+    audit,
+    bearer,
+    boundary,
+    callrecord,
+    checks,
+    hotpath,
+    jsonrpc,
+)
 from mcp_gateway.callrecord import CallRecord
 from mcp_gateway.catalog import catalog_for
 from mcp_gateway.challenge import challenge, insufficient_scope
@@ -49,6 +58,8 @@ def _admit(
     A refusal for an unknown tenant is always 404, whichever check failed
     first after the target check, as the order of checks requires.
     """
+    if (refusal := _check_auth_mode()) is not None:
+        return refusal
     lookup = TenantLookup(slug)
     prefix = get_script_prefix()
     path = _endpoint_path(prefix, get_urlconf() or settings.ROOT_URLCONF, slug)
@@ -80,6 +91,19 @@ def _admit(
 def _endpoint_path(prefix: str, urlconf: str, slug: str) -> str:
     """The canonical path of a tenant's mount (``reverse`` is costly per request)."""
     return reverse("mcp_gateway:endpoint", kwargs={"slug": slug}, urlconf=urlconf)
+
+
+def _check_auth_mode() -> HttpResponse | None:
+    """Refuse every request while authentication is disabled outside a
+    loopback development setup: system checks do not run under gunicorn or
+    uvicorn, so check E003 alone would not stop it."""
+    if gateway_settings().AUTH_MODE != AUTH_DISABLED or checks.auth_may_be_disabled():
+        return None
+    logger.error(
+        "MCP authentication is disabled outside a loopback development setup "
+        "(check mcp_gateway.E003); every MCP request is refused."
+    )
+    return boundary.error(503, jsonrpc.SERVER_ERROR, "Service unavailable.")
 
 
 def _check_origin(request: HttpRequest, lookup: TenantLookup) -> HttpResponse | None:

@@ -22,9 +22,16 @@ MCP_GATEWAY = {
     "PUBLIC_BASE_URL": os.environ.get(
         "MCPGW_TEST_PUBLIC_BASE_URL", "http://testserver"
     ),
-    "ALLOW_INSECURE_LOOPBACK_ISSUERS": True,
+    # The tests' identity providers run on loopback; a live server started
+    # with MCPGW_TEST_LOOPBACK_ISSUERS=0 applies the production rule.
+    "ALLOW_INSECURE_LOOPBACK_ISSUERS": os.environ.get(
+        "MCPGW_TEST_LOOPBACK_ISSUERS", "1"
+    )
+    == "1",
 }
-ALLOWED_HOSTS = ["testserver", "localhost", "127.0.0.1", "[::1]"]
+ALLOWED_HOSTS = ["localhost", "127.0.0.1", "[::1]"]
+if os.environ.get("MCPGW_TEST_LOOPBACK_ONLY") != "1":
+    ALLOWED_HOSTS.append("testserver")  # Django's test client
 SECRET_KEY = "tests-only-secret-key-not-for-deployment-0123456789abcdef"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

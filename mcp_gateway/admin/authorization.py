@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.forms.models import BaseInlineFormSet
 from django.utils.translation import gettext_lazy as _
 
 from mcp_gateway.models import AuthorizationServer, Tenant
@@ -40,7 +44,28 @@ class AuthorizationServerForm(forms.ModelForm[AuthorizationServer]):
         return secret or self.instance.client_secret
 
 
+class AuthorizationServerFormSet(BaseInlineFormSet[AuthorizationServer, Tenant, Any]):
+    """At most one introspection server among the rows kept."""
+
+    def clean(self) -> None:
+        super().clean()
+        kept = [
+            form
+            for form in self.forms
+            if form.has_changed() or form.instance.pk is not None
+        ]
+        kinds = [
+            form.cleaned_data.get("kind")
+            for form in kept
+            if getattr(form, "cleaned_data", None)
+            and not form.cleaned_data.get("DELETE")
+        ]
+        if kinds.count(AuthorizationServer.Kind.INTROSPECTION) > 1:
+            raise ValidationError(_("A tenant has at most one introspection server."))
+
+
 class AuthorizationServerInline(admin.StackedInline[AuthorizationServer, Tenant]):
     model = AuthorizationServer
     form = AuthorizationServerForm
+    formset = AuthorizationServerFormSet
     extra = 0

@@ -14,6 +14,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from mcp_gateway import bookkeeping
+from mcp_gateway.admin.permissions import ActionPermissions
 from mcp_gateway.admin.status import StatusFilter, status_html
 from mcp_gateway.errors import BookkeepingError
 from mcp_gateway.forms import ExposureForm
@@ -21,7 +22,7 @@ from mcp_gateway.models import Exposure, Tenant
 
 
 @admin.register(Exposure)
-class ExposureAdmin(admin.ModelAdmin[Exposure]):
+class ExposureAdmin(ActionPermissions, admin.ModelAdmin[Exposure]):
     list_display = [
         "tool_name",
         "engine_id",
@@ -113,7 +114,10 @@ class ExposureAdmin(admin.ModelAdmin[Exposure]):
         for tenant, engine_ids in by_tenant.items():
             bookkeeping.unexpose_many(tenant, engine_ids, by=request.user, via="admin")
 
-    @admin.action(description=_("Re-confirm selected changed exposures"))
+    @admin.action(
+        description=_("Re-confirm selected changed exposures"),
+        permissions=["change_exposure"],
+    )
     def confirm_selected(
         self, request: HttpRequest, queryset: QuerySet[Exposure]
     ) -> None:

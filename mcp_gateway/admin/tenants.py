@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -17,12 +18,16 @@ from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping
 from mcp_gateway.admin.authorization import AuthorizationServerInline
 from mcp_gateway.admin.calls_chart import calls_per_tool, chart_html
+from mcp_gateway.admin.permissions import ActionPermissions
 from mcp_gateway.admin.status import status_html
 from mcp_gateway.admin.users import UserFieldMixin
 from mcp_gateway.errors import BookkeepingError
 from mcp_gateway.forms import TenantForm
 from mcp_gateway.models import AuthorizationServer, Exposure, Membership, Tenant
+from mcp_gateway.oauth import config as oauth_config
 from mcp_gateway.oauth.resource import resource_url
+
+logger = logging.getLogger("mcp_gateway")
 
 HINT_LABELS = {
     "read_only": _("read-only"),
@@ -35,6 +40,11 @@ COPY_SCRIPT = (
     " navigator.clipboard ? navigator.clipboard.writeText(f.value)"
     " : document.execCommand('copy');"
 )
+
+
+def _urls(servers: list[AuthorizationServer]) -> list[str]:
+    fields = ("issuer", "jwks_uri", "introspection_endpoint")
+    return [url for server in servers for f in fields if (url := getattr(server, f))]
 
 
 def hint_labels(engine: Any) -> str:
@@ -85,7 +95,7 @@ class ExposureInline(admin.TabularInline[Exposure, Tenant]):
 
 
 @admin.register(Tenant)
-class TenantAdmin(admin.ModelAdmin[Tenant]):
+class TenantAdmin(ActionPermissions, admin.ModelAdmin[Tenant]):
     form = TenantForm
     list_display = [
         "slug",
@@ -104,15 +114,32 @@ class TenantAdmin(admin.ModelAdmin[Tenant]):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Tenant]:
         return super().get_queryset(request).annotate(_exposures=Count("exposures"))
 
+    def get_readonly_fields(
+        self, request: HttpRequest, obj: Tenant | None = None
+    ) -> Any:
+        fixed = ["slug"] if obj is not None else []  # its URL and data hang on it
+        return [*fixed, *super().get_readonly_fields(request, obj)]
+
     def save_formset(
         self, request: HttpRequest, form: Any, formset: Any, change: bool
     ) -> None:
         super().save_formset(request, form, formset, change)
-        changed = formset.new_objects or formset.changed_objects
-        if formset.model is AuthorizationServer and (
-            changed or formset.deleted_objects
-        ):
+        if formset.model is not AuthorizationServer:
+            return
+        changed = [
+            *formset.new_objects,
+            *(obj for obj, _fields in formset.changed_objects),
+        ]
+        if changed or formset.deleted_objects:
             bookkeeping.access_changed(form.instance)
+        for host in oauth_config.unresolved_hosts(_urls(changed)):
+            message = _(
+                "%(host)s does not resolve now; the gateway checks it again "
+                "at every fetch and refuses it if it resolves to a private "
+                "address."
+            ) % {"host": host}
+            logger.warning("Authorization server host %s does not resolve.", host)
+            self.message_user(request, message, messages.WARNING)
 
     @admin.display(description=_("exposures"), ordering="_exposures")
     def exposure_count(self, obj: Tenant) -> int:
@@ -143,7 +170,9 @@ class TenantAdmin(admin.ModelAdmin[Tenant]):
             return "-"
         return chart_html(calls_per_tool(obj))
 
-    @admin.action(description=_("Expose all installed engines"))
+    @admin.action(
+        description=_("Expose all installed engines"), permissions=["add_exposure"]
+    )
     def expose_all(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
         def run(tenant: Tenant) -> str:
             created = bookkeeping.expose_all(tenant, by=request.user, via="admin")
@@ -151,7 +180,7 @@ class TenantAdmin(admin.ModelAdmin[Tenant]):
 
         self._each(request, queryset, run)
 
-    @admin.action(description=_("Unexpose all"))
+    @admin.action(description=_("Unexpose all"), permissions=["delete_exposure"])
     def unexpose_all(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
         def run(tenant: Tenant) -> str:
             removed = bookkeeping.clear(tenant, by=request.user, via="admin")
@@ -159,7 +188,9 @@ class TenantAdmin(admin.ModelAdmin[Tenant]):
 
         self._each(request, queryset, run)
 
-    @admin.action(description=_("Re-confirm changed exposures"))
+    @admin.action(
+        description=_("Re-confirm changed exposures"), permissions=["change_exposure"]
+    )
     def confirm_changed(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
         def run(tenant: Tenant) -> str:
             states = bookkeeping.states(tenant.exposures.all())

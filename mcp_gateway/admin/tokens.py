@@ -1,23 +1,32 @@
-"""API tokens: issued with the secret shown once, revoked by an action."""
+"""API tokens: issued with the secret shown once, revoked by an action.
+
+The secret leaves the server in one response only: the page that answers
+the POST which created the token (never a message, which Django keeps in a
+signed but readable cookie, and never a redirect's next page).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.db.models import QuerySet
 from django.forms import ModelForm
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
 from django.utils.translation import gettext_lazy as _
 
 from mcp_gateway import tokens
+from mcp_gateway.admin.permissions import ActionPermissions
 from mcp_gateway.admin.users import UserFieldMixin
 from mcp_gateway.forms import ApiTokenForm
 from mcp_gateway.models import ApiToken
 
+ISSUED_TEMPLATE = "admin/mcp_gateway/apitoken/issued.html"
+
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(UserFieldMixin, admin.ModelAdmin[ApiToken]):
+class ApiTokenAdmin(ActionPermissions, UserFieldMixin, admin.ModelAdmin[ApiToken]):
     list_display = [
         "prefix",
         "tenant",
@@ -54,7 +63,10 @@ class ApiTokenAdmin(UserFieldMixin, admin.ModelAdmin[ApiToken]):
     ) -> type[ModelForm[ApiToken]]:
         if obj is None:
             kwargs["form"] = ApiTokenForm
-        return super().get_form(request, obj, change, **kwargs)
+        form = super().get_form(request, obj, change, **kwargs)
+        # modelform_factory made this class for this request alone.
+        form.issued_by_superuser = bool(getattr(request.user, "is_superuser", False))  # type: ignore[attr-defined]
+        return form
 
     def has_change_permission(
         self, request: HttpRequest, obj: ApiToken | None = None
@@ -73,14 +85,26 @@ class ApiTokenAdmin(UserFieldMixin, admin.ModelAdmin[ApiToken]):
         )
         obj.pk = issued.token.pk
         obj.refresh_from_db()
-        self.message_user(
-            request,
-            _("Copy the new token now; it is not shown again: %(secret)s")
-            % {"secret": issued.secret},
-            messages.WARNING,
-        )
+        obj.issued_secret = issued.secret  # type: ignore[attr-defined]
 
-    @admin.action(description=_("Revoke selected tokens"))
+    def response_add(
+        self, request: HttpRequest, obj: ApiToken, post_url_continue: str | None = None
+    ) -> HttpResponse:
+        """The one page that shows the new secret; never cached, never again."""
+        context = {
+            **self.admin_site.each_context(request),
+            "title": _("Copy the new token now"),
+            "opts": self.opts,
+            "token": obj,
+            "secret": getattr(obj, "issued_secret", ""),
+        }
+        response = TemplateResponse(request, ISSUED_TEMPLATE, context)
+        response["Cache-Control"] = "no-store"
+        return response
+
+    @admin.action(
+        description=_("Revoke selected tokens"), permissions=["change_apitoken"]
+    )
     def revoke_selected(
         self, request: HttpRequest, queryset: QuerySet[ApiToken]
     ) -> None:

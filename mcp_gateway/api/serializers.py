@@ -43,6 +43,14 @@ class TenantSerializer(serializers.ModelSerializer[Tenant]):
     def get_mcp_url(self, obj: Tenant) -> str:
         return resource_url(obj.slug)
 
+    def validate_slug(self, value: str) -> str:
+        if self.instance is not None and value != self.instance.slug:
+            raise serializers.ValidationError(
+                "A tenant's slug is fixed once created: its URL, OAuth "
+                "audiences and engine data hang on it."
+            )
+        return value
+
     def validate_allowed_origins(self, value: list[str]) -> list[str]:
         return [clean_origin(origin) for origin in value]
 

@@ -9,14 +9,14 @@ from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.http import HttpRequest, JsonResponse
 from django.shortcuts import get_object_or_404
-from rest_framework import mixins, status
+from rest_framework import exceptions, mixins, status
 from rest_framework.filters import SearchFilter
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
 from engines_app.registry import default_registry
-from mcp_gateway import bookkeeping, tokens, users
+from mcp_gateway import bookkeeping, permissions, tokens, users
 from mcp_gateway.api import serializers
 from mcp_gateway.api.base import StaffViewSet
 from mcp_gateway.api.filters import BooleanFilter, ToolCallFilter
@@ -75,9 +75,12 @@ class MembershipViewSet(
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        user = serializer.validated_data["user"]
+        if self.tenant.memberships.filter(user=user).exists():
+            _require(request, "change_membership")
         membership, created = Membership.objects.update_or_create(
             tenant=self.tenant,
-            user=serializer.validated_data["user"],
+            user=user,
             defaults={"role": serializer.validated_data.get("role", "member")},
         )
         status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
@@ -146,9 +149,14 @@ class ApiTokenViewSet(
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
+        user = data.get("user") or cast("User", request.user)
+        if _is_superuser(user) and not _is_superuser(request.user):
+            raise exceptions.PermissionDenied(
+                "Only a superuser may issue a token for a superuser."
+            )
         issued = tokens.issue(
             self.tenant,
-            data.get("user") or cast("User", request.user),
+            user,
             scopes=data["scopes"],
             expires_in=data.get("expires_in"),
             name=data.get("name", ""),
@@ -193,6 +201,16 @@ class ToolCallViewSet(mixins.ListModelMixin, StaffViewSet[ToolCall]):
     queryset = ToolCall.objects.order_by("-created_at", "-pk")
     serializer_class = serializers.ToolCallSerializer
     filter_backends = [ToolCallFilter]
+
+
+def _require(request: Request, codename: str) -> None:
+    """Refuse (403) unless the user holds ``mcp_gateway.<codename>``."""
+    if not permissions.has(request.user, codename):
+        raise exceptions.PermissionDenied()
+
+
+def _is_superuser(user: Any) -> bool:
+    return bool(getattr(user, "is_superuser", False))
 
 
 def _matches(engine: dict[str, Any], term: str) -> bool:

@@ -80,16 +80,19 @@ def _servers(tenant: Tenant | str) -> list[AuthorizationServer]:
 def _check(
     token: str, servers: Sequence[AuthorizationServer], resource: str
 ) -> tuple[AuthorizationServer, dict[str, Any]] | None:
-    if jwt.looks_like_jwt(token):
+    """A JWT goes to its issuer; any other token to the tenant's one
+    introspection server, and a JWT there only when that server issued it."""
+    issuer = jwt.claimed_issuer(token)
+    if issuer is not None:
         found = jwt.verify(token, servers, resource)
         if found is not None:
             return found
-    for server in servers:
-        if server.kind == AuthorizationServer.Kind.INTROSPECTION:
-            claims = introspection.introspect(token, server, resource)
-            if claims is not None:
-                return server, claims
-    return None
+    kind = AuthorizationServer.Kind.INTROSPECTION
+    server = next((s for s in servers if s.kind == kind), None)
+    if server is None or issuer not in (None, server.issuer):
+        return None
+    claims = introspection.introspect(token, server, resource)
+    return None if claims is None else (server, claims)
 
 
 def _user(server: AuthorizationServer, claims: dict[str, Any]) -> User | None:

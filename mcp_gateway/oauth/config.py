@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
 from mcp_gateway.conf import gateway_settings
+from mcp_gateway.oauth import net
 
 SCOPE_ALL = "mcp:tools"
 SCOPE_READ = "mcp:tools:read"
@@ -33,12 +34,33 @@ def is_loopback(host: str | None) -> bool:
 
 
 def validate_server_url(value: str) -> None:
-    """Accept https, or http on loopback when the setting allows it.
+    """Accept https, or http on loopback when the setting allows it, to a
+    host the gateway may fetch from (``net``); a host that does not resolve
+    now passes (``unresolved_hosts`` warns of it) and is vetted at each fetch.
 
     Raises:
         ValidationError: any other URL.
     """
-    parts = urlsplit(value)
+    _validate_scheme(value)
+    try:
+        net.vet(value)
+    except net.Refused as exc:
+        raise ValidationError(
+            _("%(value)s: refused: %(reason)s."),
+            params={"value": value, "reason": str(exc)},
+        ) from exc
+    except net.Unresolved:
+        return
+
+
+def _validate_scheme(value: str) -> None:
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        raise ValidationError(
+            _("%(value)s is not a URL."), params={"value": value}
+        ) from exc
     if parts.scheme == "https" and parts.hostname:
         return
     insecure_ok = gateway_settings().ALLOW_INSECURE_LOOPBACK_ISSUERS
@@ -48,6 +70,19 @@ def validate_server_url(value: str) -> None:
         _("%(value)s: authorization servers must use https://."),
         params={"value": value},
     )
+
+
+def unresolved_hosts(urls: Iterable[str]) -> list[str]:
+    """The hosts of ``urls`` that do not resolve now (a save-time warning)."""
+    hosts = []
+    for url in urls:
+        try:
+            net.vet(url)
+        except net.Unresolved as exc:
+            hosts.append(str(exc))
+        except net.Refused:
+            continue
+    return sorted(set(hosts))
 
 
 def validate_algorithms(value: Iterable[str]) -> None:

@@ -1,16 +1,20 @@
-"""HTTP calls to authorization servers, with a finite timeout.
+"""HTTP calls to authorization servers: vetted, bounded, JSON objects only.
 
 Every failure to get a usable answer is ``AuthUnavailable``: the view
 answers 503 and runs nothing, so an unreachable server never fails open.
+``net`` decides where a call may connect and bounds its time and size.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any
+from urllib.parse import urlencode
 
-import httpx2
+from mcp_gateway.oauth import net
 
-from mcp_gateway.conf import gateway_settings
+JSON_HEADERS = (("Accept", "application/json"), ("Accept-Encoding", "identity"))
 
 
 class AuthUnavailable(Exception):
@@ -21,43 +25,49 @@ def get_json(url: str) -> dict[str, Any]:
     """GET a JSON object.
 
     Raises:
-        AuthUnavailable: network failure, non-200 status or not a JSON object.
+        AuthUnavailable: refused, failed, non-200 status or not a JSON object.
     """
-    return _json(_send("GET", url))
+    return _json(url, _send("GET", url))
 
 
 def post_form(url: str, data: dict[str, str], auth: tuple[str, str]) -> dict[str, Any]:
     """POST a form with HTTP Basic client authentication; return its JSON object.
 
     Raises:
-        AuthUnavailable: network failure, non-200 status or not a JSON object.
+        AuthUnavailable: refused, failed, non-200 status or not a JSON object.
     """
-    return _json(_send("POST", url, data=data, auth=auth))
+    headers = (
+        *JSON_HEADERS,
+        ("Content-Type", "application/x-www-form-urlencoded"),
+        ("Authorization", _basic(*auth)),
+    )
+    return _json(url, _send("POST", url, headers, urlencode(data).encode()))
 
 
-def _send(method: str, url: str, **kwargs: Any) -> httpx2.Response:
-    timeout = gateway_settings().JWKS_TIMEOUT_SECONDS
-    headers = {"Accept": "application/json"}
+def _basic(client_id: str, secret: str) -> str:
+    pair = f"{client_id}:{secret}".encode()
+    return "Basic " + base64.b64encode(pair).decode("ascii")
+
+
+def _send(
+    method: str,
+    url: str,
+    headers: tuple[tuple[str, str], ...] = JSON_HEADERS,
+    content: bytes | None = None,
+) -> net.Answer:
     try:
-        return httpx2.request(
-            method,
-            url,
-            headers=headers,
-            timeout=timeout,
-            follow_redirects=False,
-            **kwargs,
-        )
-    except httpx2.HTTPError as exc:
-        raise AuthUnavailable(f"{method} {url}: {type(exc).__name__}") from exc
+        return net.fetch(method, url, headers=headers, content=content)
+    except net.FetchFailed as exc:
+        raise AuthUnavailable(str(exc)) from exc
 
 
-def _json(response: httpx2.Response) -> dict[str, Any]:
-    if response.status_code != 200:
-        raise AuthUnavailable(f"{response.url}: HTTP {response.status_code}")
+def _json(url: str, answer: net.Answer) -> dict[str, Any]:
+    if answer.status != 200:
+        raise AuthUnavailable(f"{url}: HTTP {answer.status}")
     try:
-        value = response.json()
-    except ValueError as exc:
-        raise AuthUnavailable(f"{response.url}: not JSON") from exc
+        value = json.loads(answer.body)
+    except (ValueError, RecursionError) as exc:
+        raise AuthUnavailable(f"{url}: not JSON") from exc
     if not isinstance(value, dict):
-        raise AuthUnavailable(f"{response.url}: not a JSON object")
+        raise AuthUnavailable(f"{url}: not a JSON object")
     return value

@@ -1,7 +1,9 @@
 """Check an opaque access token by RFC 7662 introspection at its issuer.
 
 A positive answer is cached for ``INTROSPECTION_CACHE_SECONDS`` at most and
-never past the token's ``exp``; negative answers are not cached.
+never past the token's ``exp``; negative answers are not cached. A tenant
+has at most one introspection server, so an opaque token only ever goes to
+the one server that can have issued it.
 """
 
 from __future__ import annotations
@@ -10,11 +12,9 @@ import hashlib
 import time
 from typing import Any
 
-from django.core.cache import cache
-
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.models import AuthorizationServer
-from mcp_gateway.oauth import fetch
+from mcp_gateway.oauth import breaker, fetch, store
 from mcp_gateway.oauth.jwt import LEEWAY_SECONDS
 from mcp_gateway.oauth.resource import audience_matches
 
@@ -28,13 +28,14 @@ def introspect(
         fetch.AuthUnavailable: the introspection endpoint did not answer.
     """
     key = _cache_key(server, token)
-    claims = cache.get(key)
+    claims = store.get(key)
     if not isinstance(claims, dict):
-        claims = _ask(token, server)
+        with breaker.guarded(server.issuer):
+            claims = _ask(token, server)
         ttl = _ttl(claims)
         if ttl <= 0:
             return None
-        cache.set(key, claims, ttl)
+        store.set(key, claims, ttl)
     return claims if _valid(claims, server, resource) else None
 
 

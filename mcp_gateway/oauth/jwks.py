@@ -4,7 +4,9 @@ A key set is fetched from the configured ``jwks_uri`` or from the URI the
 issuer's metadata names (RFC 8414, then OpenID Connect discovery), kept for
 ``JWKS_CACHE_SECONDS`` and fetched again when a token names an unknown
 ``kid`` — at most once per ``REFRESH_INTERVAL`` per key set, so forged
-``kid`` values cannot make the gateway hammer an issuer.
+``kid`` values cannot make the gateway hammer an issuer. Every fetch runs
+under the issuer's failure memory (``breaker``); a ``jwks_uri`` found in
+metadata is vetted like a configured one (``net``) before it is fetched.
 """
 
 from __future__ import annotations
@@ -13,12 +15,11 @@ import hashlib
 from typing import Any
 from urllib.parse import urlsplit
 
-from django.core.cache import cache
 from django.core.exceptions import ValidationError
 
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.models import AuthorizationServer
-from mcp_gateway.oauth import fetch
+from mcp_gateway.oauth import breaker, fetch, store
 from mcp_gateway.oauth.config import validate_server_url
 
 REFRESH_INTERVAL = 30
@@ -32,10 +33,10 @@ def find_key(server: AuthorizationServer, kid: str | None) -> dict[str, Any] | N
         fetch.AuthUnavailable: the metadata or the key set cannot be fetched.
     """
     uri = jwks_uri(server)
-    keys = cache.get(_key("jwks", uri))
-    key = _pick(keys if isinstance(keys, list) else _download(uri), kid)
+    keys = store.get(_key("jwks", uri))
+    key = _pick(keys if isinstance(keys, list) else _download(server, uri), kid)
     if key is None and _may_refresh(uri):
-        key = _pick(_download(uri), kid)
+        key = _pick(_download(server, uri), kid)
     return key
 
 
@@ -43,10 +44,11 @@ def jwks_uri(server: AuthorizationServer) -> str:
     if server.jwks_uri:
         return server.jwks_uri
     cache_key = _key("meta", server.issuer)
-    uri = cache.get(cache_key)
+    uri = store.get(cache_key)
     if uri is None:
-        uri = _discover(server.issuer)
-        cache.set(cache_key, uri, gateway_settings().JWKS_CACHE_SECONDS)
+        with breaker.guarded(server.issuer):
+            uri = _discover(server.issuer)
+        store.set(cache_key, uri, gateway_settings().JWKS_CACHE_SECONDS)
     return str(uri)
 
 
@@ -84,17 +86,19 @@ def _check_url(uri: str) -> None:
         raise fetch.AuthUnavailable(f"Refused JWKS URI {uri}") from exc
 
 
-def _download(uri: str) -> list[dict[str, Any]]:
-    document = fetch.get_json(uri)
-    keys = [k for k in document.get("keys", []) if isinstance(k, dict)]
-    cache.set(_key("jwks", uri), keys, gateway_settings().JWKS_CACHE_SECONDS)
-    cache.set(_key("refresh", uri), 1, REFRESH_INTERVAL)
+def _download(server: AuthorizationServer, uri: str) -> list[dict[str, Any]]:
+    with breaker.guarded(server.issuer):
+        document = fetch.get_json(uri)
+    found = document.get("keys", [])
+    keys = [k for k in found if isinstance(k, dict)] if isinstance(found, list) else []
+    store.set(_key("jwks", uri), keys, gateway_settings().JWKS_CACHE_SECONDS)
+    store.set(_key("refresh", uri), 1, REFRESH_INTERVAL)
     return keys
 
 
 def _may_refresh(uri: str) -> bool:
     """True at most once per interval and key set (``add`` is atomic)."""
-    return bool(cache.add(_key("refresh", uri), 1, REFRESH_INTERVAL))
+    return store.add(_key("refresh", uri), 1, REFRESH_INTERVAL)
 
 
 def _pick(keys: list[dict[str, Any]], kid: str | None) -> dict[str, Any] | None:

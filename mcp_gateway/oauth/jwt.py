@@ -20,6 +20,17 @@ def looks_like_jwt(token: str) -> bool:
     return token.count(".") == 2
 
 
+def claimed_issuer(token: str) -> str | None:
+    """The ``iss`` a JWT-shaped token claims (unverified), else ``None``."""
+    if not looks_like_jwt(token):
+        return None
+    try:
+        issuer = jwt.decode(token, options={"verify_signature": False}).get("iss")
+    except jwt.PyJWTError:
+        return None
+    return issuer if isinstance(issuer, str) else None
+
+
 def verify(
     token: str, servers: Sequence[AuthorizationServer], resource: str
 ) -> tuple[AuthorizationServer, dict[str, Any]] | None:

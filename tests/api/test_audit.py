@@ -85,6 +85,15 @@ def test_filter_by_outcome(api, calls):
     assert [row["tool_name"] for row in ok] == ["demo_add", "demo_echo"]
 
 
+def test_filter_by_the_busy_outcome(api, calls):
+    ToolCall.objects.filter(tool_name="demo_add").update(outcome="busy")
+
+    rows = listed(api, outcome="busy")
+
+    assert [row["tool_name"] for row in rows] == ["demo_add"]
+    assert "busy" in api.get("/api/schema/").content.decode()
+
+
 def test_filter_by_time_since_and_until(api, calls):
     day_ago = timezone.now() - timedelta(days=1)
     ToolCall.objects.filter(tool_name="demo_add").update(created_at=day_ago)

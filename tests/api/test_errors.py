@@ -7,6 +7,7 @@ import json
 import pytest
 
 from mcp_gateway import bookkeeping
+from mcp_gateway.models import Tenant
 
 URL = "/api/tenants/acme/exposures/"
 
@@ -110,3 +111,26 @@ def test_form_data_is_415(api, tenant):
 
     assert response.status_code == 415
     assert response.json()["code"] == "unsupported_media_type"
+
+
+@pytest.mark.parametrize("depth", [5_000, 100_000])
+def test_json_nested_thousands_deep_is_400_parse_error(api, db, depth):
+    body = '{"slug": "deep", "name": "Deep", "engine_config": {"a": '
+    body += "[" * depth + "]" * depth + "}}"
+
+    response = api.post("/api/tenants/", body, content_type="application/json")
+
+    assert response.status_code == 400
+    assert response.json()["code"] == "parse_error"
+    assert not Tenant.objects.exists()
+
+
+@pytest.mark.parametrize("number", ["1e999", "-1e999", "1E400"])
+def test_a_number_that_overflows_is_400_parse_error(api, db, number):
+    body = '{"slug": "big", "name": "Big", "engine_config": {"a": ' + number + "}}"
+
+    response = api.post("/api/tenants/", body, content_type="application/json")
+
+    assert response.status_code == 400
+    assert response.json()["code"] == "parse_error"
+    assert not Tenant.objects.exists()

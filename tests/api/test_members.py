@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
+from rest_framework.test import APIClient
 
 from mcp_gateway.models import Membership
 
@@ -53,3 +54,20 @@ def test_deleting_a_non_member_is_404(api, tenant, other_tenant):
     User.objects.create_user("carol")
 
     assert api.delete(f"{URL}carol/").status_code == 404
+
+
+def test_changing_a_role_needs_change_membership_too(tenant, member):
+    clerk = User.objects.create_user("clerk", is_staff=True)
+    clerk.user_permissions.set(
+        Permission.objects.filter(codename__in=["add_membership"])
+    )
+    client = APIClient()
+    client.force_authenticate(User.objects.get(pk=clerk.pk))
+
+    promoted = client.post(URL, {"username": "alice", "role": "admin"}, format="json")
+    added = client.post(URL, {"username": "clerk"}, format="json")
+
+    assert promoted.status_code == 403
+    assert promoted.json()["code"] == "permission_denied"
+    assert Membership.objects.get(user=member).role == "member"
+    assert added.status_code == 201

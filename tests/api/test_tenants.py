@@ -100,3 +100,20 @@ def test_put_and_delete_are_not_routes(api, tenant):
 
     assert put.status_code == delete.status_code == 405
     assert delete.json()["code"] == "method_not_allowed"
+
+
+def test_a_changed_slug_is_refused_and_nothing_changes(api, tenant):
+    response = api.patch(
+        "/api/tenants/acme/", {"slug": "renamed", "name": "X"}, format="json"
+    )
+
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid"
+    assert "slug" in response.json()["errors"]
+    assert list(Tenant.objects.values_list("slug", "name")) == [("acme", "Acme")]
+
+
+def test_patching_the_same_slug_is_allowed(api, tenant):
+    response = api.patch("/api/tenants/acme/", {"slug": "acme"}, format="json")
+
+    assert response.status_code == 200

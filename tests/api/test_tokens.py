@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
+from rest_framework.test import APIClient
 
 from mcp_gateway import tokens
 from mcp_gateway.models import ApiToken, Membership
@@ -68,3 +69,29 @@ def test_another_tenants_token_is_not_revoked_here(api, other_tenant, staff, ten
     assert response.status_code == 404
     issued.token.refresh_from_db()
     assert issued.token.revoked_at is None
+
+
+def test_only_a_superuser_mints_a_token_for_a_superuser(tenant, staff):
+    clerk = User.objects.create_user("clerk", is_staff=True)
+    clerk.user_permissions.set(
+        Permission.objects.filter(codename__in=["add_apitoken", "view_apitoken"])
+    )
+    client = APIClient()
+    client.force_authenticate(User.objects.get(pk=clerk.pk))
+
+    for_root = client.post(URL, {"username": staff.username}, format="json")
+    for_self = client.post(URL, {}, format="json")
+
+    assert for_root.status_code == 403
+    assert for_root.json()["code"] == "permission_denied"
+    assert list(ApiToken.objects.values_list("user__username", flat=True)) == ["clerk"]
+    assert not Membership.objects.filter(user=staff).exists()
+    assert for_self.status_code == 201
+
+
+def test_a_superuser_mints_a_token_for_another_superuser(api, tenant):
+    User.objects.create_superuser("root2")
+
+    response = api.post(URL, {"username": "root2"}, format="json")
+
+    assert response.status_code == 201

@@ -18,7 +18,11 @@ from tests.live.servers import Server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-SERVER_ENV = {"MCP_AUTH_MODE": "dangerously-disabled-for-development", "DEBUG": "1"}
+SERVER_ENV = {
+    "MCP_AUTH_MODE": "dangerously-disabled-for-development",
+    "DEBUG": "1",
+    "MCPGW_TEST_LOOPBACK_ONLY": "1",  # the one setup where that mode serves
+}
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
+from rest_framework.authtoken.models import Token
 
 from mcp_gateway import bookkeeping, tokens
 from mcp_gateway.audit_models import ExposureEvent, ToolCall
@@ -65,6 +66,29 @@ class Case:
     id: Any = NO_ID  # the id the error body must carry; NO_ID: none
     audited: int = 0
     result_error: bool = False  # an isError tool result (HTTP 200)
+    raw: bytes | None = None
+    """Bytes sent as they are ({secret} and {host} filled in), for framing
+    that ``rawhttp.request`` would not produce."""
+    by_server: bool = False
+    """The server itself may refuse it before Django sees it (a plain 400)."""
+
+
+def raw(*lines: str, body: bytes = b"") -> bytes:
+    """An HTTP/1.1 request to the mount, with exactly these header lines."""
+    head = [f"POST {PATH} HTTP/1.1", *lines, "Connection: close"]
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
+
+AUTH_LINES = ("Authorization: Bearer {secret}", "Content-Type: application/json")
+
+
+def chunked(size_line: bytes) -> bytes:
+    return raw(
+        "Host: {host}",
+        *AUTH_LINES,
+        "Transfer-Encoding: chunked",
+        body=size_line + b"\r\n" + CALL + b"\r\n0\r\n\r\n",
+    )
 
 
 def cases() -> list[Case]:
@@ -366,9 +390,55 @@ def cases() -> list[Case]:
             audited=1,
         ),
     ]
+    framing = [
+        Case(
+            "http/1.1 without host",
+            400,
+            -32600,
+            raw=raw(*AUTH_LINES, f"Content-Length: {len(CALL)}", body=CALL),
+        ),
+        Case("chunk size -1", 400, raw=chunked(b"-1"), by_server=True),
+        Case("chunk size 0xZZ", 400, raw=chunked(b"0xZZ"), by_server=True),
+        Case("chunk size not hex", 400, raw=chunked(b"zz"), by_server=True),
+        Case(
+            "content-length and transfer-encoding",
+            400,
+            raw=raw(
+                "Host: {host}",
+                *AUTH_LINES,
+                f"Content-Length: {len(CALL) + 9}",
+                "Transfer-Encoding: chunked",
+                body=b"%x\r\n%s\r\n0\r\n\r\n" % (len(CALL), CALL),
+            ),
+            by_server=True,
+        ),
+        Case(
+            "obs-fold header",
+            400,
+            raw=raw(
+                "Host: {host}",
+                *AUTH_LINES,
+                "X-Folded: a",
+                " b",
+                f"Content-Length: {len(CALL)}",
+                body=CALL,
+            ),
+            by_server=True,
+        ),
+    ]
+    numbers = [
+        Case(
+            f"overflowing number {text}",
+            400,
+            -32700,
+            body=b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":'
+            b'{"name":"test_probe","arguments":{"x":' + text.encode() + b"}}}",
+        )
+        for text in ("1e999", "-1e999", "1E400", "123.5e+9999", "[1e999]")
+    ]
     return [
         *bad_path, *methods, *hosts, *origins, *auth, *media, *sizes,
-        *encodings, *shapes, *versions, *tools,
+        *encodings, *shapes, *versions, *tools, *framing, *numbers,
     ]  # fmt: skip
 
 
@@ -407,6 +477,10 @@ def snapshot() -> dict[str, Any]:
 
 
 def send(server: Server, secret: str, case: Case) -> rawhttp.RawResponse:
+    if case.raw is not None:
+        data = case.raw.replace(b"{secret}", secret.encode())
+        data = data.replace(b"{host}", f"127.0.0.1:{server.port}".encode())
+        return rawhttp.send(server.host, server.port, data)
     headers: list[tuple[str, str]] = []
     if case.auth == "good" or case.name == "two authorization headers":
         headers.append(("Authorization", f"Bearer {secret}"))
@@ -444,6 +518,8 @@ def test_a_hostile_request_is_answered_exactly_and_runs_nothing(server, secret, 
     assert response.header("Mcp-Session-Id") is None
     assert b"Traceback" not in response.body
     assert secret.encode() not in response.body
+    if case.by_server and response.header("Content-Type") == "application/json":
+        assert response.json()["error"]["code"] == -32600  # Django saw it
     if case.code is not None:
         body = response.json()
         assert body["error"]["code"] == case.code
@@ -458,3 +534,47 @@ def test_a_hostile_request_is_answered_exactly_and_runs_nothing(server, secret, 
     assert server.engine_runs() == []
     assert snapshot() == before
     assert ToolCall.objects.count() == case.audited
+
+
+# -- The management API, over the same sockets -----------------------------------
+
+
+@pytest.fixture
+def api_key(server: Server) -> str:
+    root = User.objects.create_superuser("root")
+    return str(Token.objects.create(user=root).key)
+
+
+def api_post(server: Server, key: str, body: bytes, host: bool = True) -> bytes:
+    lines = ["POST /api/tenants/ HTTP/1.1"]
+    if host:
+        lines.append(f"Host: 127.0.0.1:{server.port}")
+    lines += [
+        f"Authorization: Token {key}",
+        "Content-Type: application/json",
+        f"Content-Length: {len(body)}",
+        "Connection: close",
+    ]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def test_api_json_nested_5000_deep_is_400_in_the_api_shape(server, api_key):
+    body = b'{"slug": "deep", "name": "Deep", "engine_config": {"a": '
+    body += b"[" * 5000 + b"]" * 5000 + b"}}"
+
+    response = rawhttp.send(server.host, server.port, api_post(server, api_key, body))
+
+    assert response.status == 400, response.body[:300]
+    assert response.json()["code"] == "parse_error"
+    assert not Tenant.objects.exists()
+
+
+def test_an_api_request_without_host_is_400_in_the_api_shape(server, api_key):
+    body = b'{"slug": "hostless", "name": "Hostless"}'
+    data = api_post(server, api_key, body, host=False)
+
+    response = rawhttp.send(server.host, server.port, data)
+
+    assert response.status == 400, response.body[:300]
+    assert response.json()["code"] == "invalid"
+    assert not Tenant.objects.exists()

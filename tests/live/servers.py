@@ -71,6 +71,9 @@ def command(kind: str, port: int) -> list[str]:
         str(port),
         "--log-level",
         "warning",
+        # The reference deployment's parser: it refuses CL+TE and obs-fold.
+        "--http",
+        "httptools",
     ]
 
 

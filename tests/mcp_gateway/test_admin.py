@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 from django.contrib.auth import authenticate
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
+from django.contrib.messages import get_messages
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -167,6 +170,16 @@ def test_tenant_form_refuses_a_bad_origin(admin_client):
     assert response.status_code == 200
     assert "allowed_origins" in response.context["adminform"].form.errors
     assert not Tenant.objects.exists()
+
+
+def test_a_tenants_slug_is_read_only_once_created(admin_client, admin_tenant):
+    page = admin_client.get(url("tenant_change", admin_tenant.pk))
+
+    form = page.context["adminform"].form
+    assert "slug" not in form.fields
+    assert "slug" in page.context["adminform"].readonly_fields
+    added = admin_client.get(url("tenant_add")).context["adminform"].form
+    assert "slug" in added.fields
 
 
 # Exposure admin
@@ -346,20 +359,18 @@ def token_form(tenant: Tenant, user: User, **extra: Any) -> dict[str, Any]:
     return {"tenant": tenant.pk, "user": user.pk, "scopes": ["mcp:tools"], **extra}
 
 
-def test_token_creation_shows_the_secret_once(admin_client, admin_tenant):
+def test_token_creation_shows_the_secret_once_on_its_own_page(
+    admin_client, admin_tenant
+):
     user = User.objects.create_user("bob")
 
-    response = admin_client.post(
-        url("apitoken_add"), token_form(admin_tenant, user), follow=True
-    )
+    response = admin_client.post(url("apitoken_add"), token_form(admin_tenant, user))
 
     token = ApiToken.objects.get()
-    [secret] = [
-        word
-        for message in messages_of(response)
-        for word in message.split()
-        if word.startswith("mcpgw_")
-    ]
+    html = response.content.decode()
+    [secret] = re.findall(r'value="(mcpgw_[^"]+)"', html)
+    assert response.status_code == 200
+    assert "no-store" in response["Cache-Control"]
     assert secret.split("_")[1] == token.prefix
     assert authenticate(None, bearer_token=secret, tenant=admin_tenant) == user
     assert Membership.objects.filter(tenant=admin_tenant, user=user).exists()
@@ -367,6 +378,37 @@ def test_token_creation_shows_the_secret_once(admin_client, admin_tenant):
     assert token.prefix in again.content.decode()
     assert secret not in again.content.decode()
     assert token.secret_hash not in again.content.decode()
+
+
+def test_a_new_tokens_secret_never_goes_into_the_messages_cookie(
+    admin_client, admin_tenant
+):
+    user = User.objects.create_user("bob")
+
+    response = admin_client.post(url("apitoken_add"), token_form(admin_tenant, user))
+
+    cookies = unquote("".join(m.value for m in admin_client.cookies.values()))
+    stored = [str(message) for message in get_messages(response.wsgi_request)]
+    assert "mcpgw_" not in cookies
+    assert not any("mcpgw_" in message for message in stored)
+    listed = admin_client.get(url("apitoken_changelist")).content.decode()
+    assert "mcpgw_" not in listed
+
+
+def test_only_a_superuser_mints_a_token_for_a_superuser_in_the_admin(
+    client, admin_tenant, admin_staff
+):
+    clerk = User.objects.create_user("clerk", is_staff=True)
+    clerk.user_permissions.set(
+        Permission.objects.filter(codename__in=["add_apitoken", "view_apitoken"])
+    )
+    client.force_login(clerk, backend="django.contrib.auth.backends.ModelBackend")
+
+    response = client.post(url("apitoken_add"), token_form(admin_tenant, admin_staff))
+
+    assert response.status_code == 200
+    assert "user" in response.context["adminform"].form.errors
+    assert not ApiToken.objects.exists()
 
 
 def test_token_creation_with_a_lifetime_and_read_scope(

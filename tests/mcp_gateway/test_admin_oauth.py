@@ -189,3 +189,50 @@ def test_staff_restrict_an_exposure_to_groups_through_bookkeeping(admin_client, 
     assert list(Exposure.objects.get(pk=exposure.pk).groups.all()) == [group]
     assert Tenant.objects.get(pk=tenant.pk).catalog_version == before + 1
     assert Exposure.objects.get(pk=exposure.pk).engine_id == "demo.add"
+
+
+def test_a_second_introspection_server_is_a_form_error(admin_client, tenant):
+    second = introspection(
+        issuer="https://id2.example", introspection_endpoint="https://id2.example/i"
+    )
+
+    response = admin_client.post(
+        url("tenant_change", tenant.pk),
+        tenant_form(admin_client, tenant, [introspection(), second]),
+    )
+
+    assert response.status_code == 200
+    assert "at most one introspection server" in response.content.decode()
+    assert not AuthorizationServer.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "issuer",
+    ["https://169.254.169.254", "https://10.0.0.5", "https://metadata.google.internal"],
+)
+def test_a_server_on_a_refused_host_is_a_form_error(
+    admin_client, tenant, settings, issuer
+):
+    response = admin_client.post(
+        url("tenant_change", tenant.pk),
+        tenant_form(admin_client, tenant, [introspection(issuer=issuer)]),
+    )
+
+    assert response.status_code == 200
+    assert "refused" in response.content.decode()
+    assert not AuthorizationServer.objects.exists()
+
+
+def test_an_unresolvable_host_is_saved_with_a_warning(admin_client, tenant):
+    response = admin_client.post(
+        url("tenant_change", tenant.pk),
+        tenant_form(admin_client, tenant, [introspection()]),
+        follow=True,
+    )
+
+    assert AuthorizationServer.objects.count() == 1
+    warnings = [
+        str(m) for m in response.context["messages"] if m.level_tag == "warning"
+    ]
+    assert len(warnings) == 1
+    assert "id.example does not resolve" in warnings[0]

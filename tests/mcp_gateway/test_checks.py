@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 from django.core import checks
 
+from mcp_gateway import bookkeeping
 from mcp_gateway.checks import (
     check_api_requirements,
     check_auth_mode,
@@ -35,6 +36,16 @@ def test_known_gateway_keys_pass(settings):
     settings.MCP_GATEWAY = {"AUTH_MODE": "required", "MAX_REQUEST_BYTES": 10}
 
     assert check_settings(None) == []
+
+
+@pytest.mark.parametrize("cap", [0, -1, "8", 2.5])
+def test_a_concurrency_cap_that_is_no_positive_number_is_e005(settings, cap):
+    settings.MCP_GATEWAY = {
+        **settings.MCP_GATEWAY,
+        "MAX_CONCURRENT_CALLS_PER_TENANT": cap,
+    }
+
+    assert ids(check_settings(None)) == ["mcp_gateway.E005"]
 
 
 def test_an_unknown_auth_mode_is_e002(settings):
@@ -114,6 +125,39 @@ def test_the_stale_check_is_a_database_check():
     stale: object = check_stale_exposures
     tags = [getattr(c, "tags", ()) for c in registered if c is stale]
     assert [list(t) for t in tags] == [[checks.Tags.database]]
+
+
+@pytest.mark.django_db
+def test_disabled_auth_serves_a_loopback_development_setup(client, settings, tenant):
+    settings.DEBUG = True
+    settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "AUTH_MODE": AUTH_DISABLED}
+    bookkeeping.expose(tenant, "demo.echo")
+
+    response = client.post(
+        "/t/acme/mcp",
+        '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+        content_type="application/json",
+        headers={"Host": "127.0.0.1"},
+    )
+
+    assert response.status_code == 200
+    assert [t["name"] for t in response.json()["result"]["tools"]] == ["demo_echo"]
+
+
+@pytest.mark.django_db
+def test_disabled_auth_anywhere_else_refuses_every_request(client, settings, tenant):
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "AUTH_MODE": AUTH_DISABLED}
+    bookkeeping.expose(tenant, "demo.echo")
+
+    response = client.post(
+        "/t/acme/mcp",
+        '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+        content_type="application/json",
+    )
+
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == -32000
 
 
 # The management API's requirements

@@ -7,9 +7,19 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import authenticate
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
 
+from mcp_gateway.models import AuthorizationServer
 from mcp_gateway.oauth import fetch
-from tests.mcp_gateway.oauth_fixtures import RESOURCE, idp, introspection_server
+from tests.mcp_gateway.oauth_fixtures import (
+    ISSUER,
+    KID,
+    RESOURCE,
+    idp,
+    introspection_server,
+)
+from tests.oauth_keys import claims, mint, new_key
 
 __all__ = ["idp", "introspection_server"]
 
@@ -83,3 +93,42 @@ def test_an_unreachable_endpoint_raises_rather_than_failing_open(idp):
 
     with pytest.raises(fetch.AuthUnavailable):
         login("opaque")
+
+
+def test_a_tenant_has_at_most_one_introspection_server(introspection_server):
+    second = AuthorizationServer(
+        tenant=introspection_server.tenant,
+        issuer="https://other-opaque.example",
+        kind=AuthorizationServer.Kind.INTROSPECTION,
+        introspection_endpoint="https://other-opaque.example/introspect",
+        client_id="gateway",
+        client_secret="secret",
+    )
+
+    with pytest.raises(ValidationError, match="at most one introspection server"):
+        second.full_clean()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        second.save()
+
+
+def test_a_jwt_of_another_issuer_is_never_posted_to_the_introspection_server(
+    idp, introspection_server
+):
+    AuthorizationServer.objects.create(
+        tenant=introspection_server.tenant,
+        issuer=ISSUER,
+        jwks_uri="https://idp.example/jwks",
+    )
+    stranger = mint(new_key(), KID, claims("https://stranger.example", RESOURCE, "x"))
+
+    assert login(idp.token(aud="http://elsewhere.example/mcp")) is None
+    assert login(stranger) is None
+    assert "https://opaque.example/introspect" not in idp.fetched
+
+
+def test_a_jwt_of_the_introspection_servers_issuer_is_introspected(idp):
+    token = mint(new_key(), KID, claims("https://opaque.example", RESOURCE, "alice"))
+    idp.introspection[token] = answer()
+
+    assert login(token) is not None
+    assert idp.fetched == ["https://opaque.example/introspect"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 from datetime import timedelta
 from typing import Any
 
@@ -11,6 +13,7 @@ from django.test import Client
 from django.utils import timezone
 
 from demo.basic import Add
+from engines_app.context import Principal
 from engines_app.registry import EngineRegistry
 from mcp_gateway import audit, bookkeeping, callrecord, tokens
 from mcp_gateway.audit_models import ExposureEvent, Outcome, ToolCall
@@ -154,3 +157,77 @@ def test_the_audit_admin_is_read_only_with_a_date_hierarchy(client, staff, expos
     assert b"demo_echo" in listing.content
     assert add.status_code == 403
     assert events.status_code == 200
+
+
+HOSTILE_ARGUMENTS = [
+    {"nul\u0000key": "nul\u0000value"},
+    {"text": "\ud83d\ude00 \uffff \u2028"},
+    {"big": 2**200, "small": -(2**200), "tiny": 5e-324, "huge": 1.7976931348623157e308},
+    {"deep": json.loads("[" * 60 + "]" * 60)},
+    {"": "", " ": None, "0": False},
+    {"escaped": "\\u0000 and \\ud800 as text"},
+]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("arguments", HOSTILE_ARGUMENTS, ids=range(6))
+def test_every_call_leaves_exactly_one_row_whatever_its_arguments(
+    client, tenant, exposed, arguments
+):
+    Tenant.objects.filter(pk=tenant.pk).update(audit_arguments=True)
+
+    response = rpc(
+        client, exposed, "tools/call", {"name": "demo_echo", "arguments": arguments}
+    )
+
+    assert response.status_code == 200
+    row = ToolCall.objects.get()
+    assert row.outcome in ("ok", "tool_error")
+    assert row.arguments is not None
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"x": math.inf},
+        {"x": [-math.inf, math.nan]},
+        {"lone": "\ud800"},
+        {"\udfff": 1},
+    ],
+    ids=["inf", "nan", "lone surrogate", "surrogate key"],
+)
+def test_a_value_no_database_stores_is_replaced_not_lost(tenant, arguments):
+    Tenant.objects.filter(pk=tenant.pk).update(audit_arguments=True)
+    tenant.refresh_from_db()
+    record = callrecord.CallRecord()
+    record.begin(1, {"name": "demo_echo"}, "2025-11-25")
+    record.arguments = audit.arguments_to_keep(tenant, arguments)
+    record.finish(callrecord.OK)
+
+    audit.record_call(record, tenant, Principal(tenant="acme", user="alice"))
+
+    stored = json.dumps(ToolCall.objects.get().arguments)
+    assert "Infinity" not in stored
+    assert "NaN" not in stored
+    assert "\\ud" not in stored  # no surrogate, escaped or not
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_tenant_deleted_during_the_call_still_gets_its_row(tenant):
+    record = callrecord.CallRecord()
+    record.begin(1, {"name": "demo_echo"}, "2025-11-25")
+    record.finish(callrecord.OK)
+    Tenant.objects.filter(pk=tenant.pk).delete()
+
+    audit.record_call(record, tenant, Principal(tenant="acme", user="alice"))
+
+    row = ToolCall.objects.get()
+    assert (row.tenant_id, row.tenant_slug) == (None, "acme")
+
+
+def test_a_busy_answer_is_audited_busy_whatever_made_it():
+    busy = '{"code":"BUSY","message":"The server is busy; try again shortly."}'
+
+    assert callrecord.outcome_of(True, busy) == "busy"
+    assert "busy" in Outcome.values

@@ -11,8 +11,10 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -148,3 +150,83 @@ def test_an_unreachable_database_is_a_503_and_the_next_request_works(
     assert back.status == 200, back.body[:300]
     assert back.json()["result"]["isError"] is False
     assert server.engine_runs() == ["acme"]
+
+
+# -- Under ASGI, on the streaming (SSE) path ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def asgi_server(
+    database: Database, secret: str, tmp_path_factory: Any
+) -> Iterator[Server]:
+    database.manage("mcp_expose", "acme", "test.quiet")
+    database.manage("mcp_expose", "acme", "test.sync_ticker")
+    tmp: Path = tmp_path_factory.mktemp("fault-asgi")
+    with running("uvicorn", database.url, tmp) as live:
+        yield live
+
+
+def stream_call(
+    server: Server, secret: str, name: str, arguments: dict[str, Any]
+) -> rawhttp.RawResponse:
+    params = {"name": name, "arguments": arguments, "_meta": {"progressToken": 1}}
+    body = {"jsonrpc": "2.0", "id": 42, "method": "tools/call", "params": params}
+    data = rawhttp.request(
+        "POST",
+        "/t/acme/mcp",
+        host=f"127.0.0.1:{server.port}",
+        body=json.dumps(body).encode(),
+        headers=[
+            ("Authorization", f"Bearer {secret}"),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ],
+    )
+    return rawhttp.send(server.host, server.port, data, timeout=30)
+
+
+def lose_the_database_during(database: Database, call: Any) -> rawhttp.RawResponse:
+    """Run ``call`` in a thread; take the database away while the engine runs
+    (after admission, before the audit row)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        answer = pool.submit(call)
+        time.sleep(1.0)  # admitted; the engine runs for 2.5 s
+        database.go_away()
+        try:
+            response: rawhttp.RawResponse = answer.result(timeout=30)
+            return response
+        finally:
+            database.come_back()
+
+
+def test_under_asgi_a_lost_database_is_a_json_503_on_a_streamable_call(
+    asgi_server, secret, database
+):
+    response = lose_the_database_during(
+        database,
+        lambda: stream_call(asgi_server, secret, "test_quiet", {"seconds": 2.5}),
+    )
+
+    assert response.status == 503, response.body[:300]
+    assert response.header("Content-Type") == "application/json"
+    assert response.json()["error"]["code"] == -32000
+    assert response.json()["id"] == 42
+    assert b"Traceback" not in response.body
+
+
+def test_under_asgi_a_lost_database_ends_a_stream_with_a_json_rpc_error(
+    asgi_server, secret, database
+):
+    response = lose_the_database_during(
+        database,
+        lambda: stream_call(asgi_server, secret, "test_sync_ticker", {"steps": 25}),
+    )
+
+    assert response.status == 200
+    assert (response.header("Content-Type") or "").startswith("text/event-stream")
+    last = response.body.strip().split(b"\n\n")[-1]
+    message = json.loads(last.split(b"data: ", 1)[1])
+    assert message["error"]["code"] == -32000
+    assert message["id"] == 42
+    assert b"Traceback" not in response.body
+    assert stream_call(asgi_server, secret, "test_quiet", {"seconds": 0}).status == 200

@@ -12,6 +12,7 @@ import pytest
 
 from engines_app.context import EngineContext, Principal
 from engines_app.engine import Engine
+from engines_app.errors import EngineError
 from mcp_gateway import adapter, deadlines
 from mcp_gateway.models import Tenant
 
@@ -134,3 +135,45 @@ def test_sync_engines_may_use_the_orm_in_pool_threads():
     result = run(CountTenants(), seconds=5.0)
 
     assert result["structuredContent"] == {"tenants": 1}
+
+
+class Observant(Engine):
+    """Like demo.slow: waits on its signal and says CANCELLED when it trips."""
+
+    id = "test.observant"
+    name = "Observant"
+    description = "Give up when the signal says so."
+    deadline_seconds = 0.05
+
+    def execute(self, context: EngineContext) -> Any:
+        if context.signal.wait(5):
+            raise EngineError("CANCELLED", "The call was cancelled.")
+        return {}
+
+
+def test_an_engine_noticing_its_own_deadline_is_always_a_timeout():
+    engine = Observant()
+
+    codes = {code_of(run(engine)) for _ in range(20)}
+    synced = set()
+    for _ in range(20):
+        context = adapter.build_context(
+            engine, {}, principal=ALICE, config={}, deadline_seconds=0.05
+        )
+        result = adapter.execute(engine, {}, context)
+        synced.add(code_of(result.model_dump(by_alias=True, mode="json")))
+
+    assert codes == {"TIMEOUT"}
+    assert synced == {"TIMEOUT"}
+
+
+def test_a_caller_cancelling_before_the_deadline_is_no_timeout():
+    engine = Observant()
+    context = adapter.build_context(
+        engine, {}, principal=ALICE, config={}, deadline_seconds=5
+    )
+    context.signal.cancel()
+
+    result = adapter.execute(engine, {}, context)
+
+    assert code_of(result.model_dump(by_alias=True, mode="json")) == "CANCELLED"

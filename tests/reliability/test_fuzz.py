@@ -108,3 +108,28 @@ def test_arbitrary_messages_never_give_a_5xx(client: Client, secret, message, ve
     )
 
     check(response)
+
+
+def _with_number(number: bytes) -> bytes:
+    return b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":' + number + b"}}"
+
+
+@pytest.mark.parametrize(
+    "number", [b"1e999", b"-1e999", b"1E400", b"2e308", b"9e+9999"]
+)
+def test_a_number_overflowing_to_infinity_is_a_parse_error(number):
+    with pytest.raises(jsonrpc.ParseError):
+        jsonrpc.parse(_with_number(number))
+
+
+@pytest.mark.parametrize(
+    ("number", "value"),
+    [
+        (b"1.7976931348623157e308", 1.7976931348623157e308),
+        (b"1e-999", 0.0),
+        (b"-0.0", -0.0),
+        (b"1" + b"0" * 300, 10**300),
+    ],
+)
+def test_large_finite_numbers_and_underflow_still_parse(number, value):
+    assert jsonrpc.parse(_with_number(number)).payload["params"]["x"] == value

@@ -1,0 +1,339 @@
+"""The permissions matrix: every API route and admin action of the one table.
+
+For each row: staff holding only view permissions, staff holding just what
+the row names (and, in the admin, the view permission that opens the page),
+and a superuser. A refusal is a 403 in the API's error shape (or, in the
+admin, an action neither offered nor run) and changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib import admin
+from django.contrib.auth.models import Permission, User
+from django.test import Client
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from engines_app.registry import default_registry
+from mcp_gateway import bookkeeping, permissions, tokens
+from mcp_gateway.audit_models import ExposureEvent
+from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "security.md"
+MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
+
+
+@dataclass(frozen=True)
+class Call:
+    url: str
+    ok: int
+    body: dict[str, Any] | None = None
+
+
+def api_call(route: permissions.ApiRoute, world: World) -> Call:
+    """How the matrix calls a route, and the status of a success."""
+    base = "/api/tenants/acme/"
+    calls = {
+        ("GET", "schema/"): Call("/api/schema/", 200),
+        ("GET", "docs/"): Call("/api/docs/", 200),
+        ("GET", "engines/"): Call("/api/engines/", 200),
+        ("GET", "audit/"): Call("/api/audit/", 200),
+        ("GET", "tenants/"): Call("/api/tenants/", 200),
+        ("POST", "tenants/"): Call(
+            "/api/tenants/", 201, {"slug": "initech", "name": "Initech"}
+        ),
+        ("GET", "tenants/{slug}/"): Call(base, 200),
+        ("PATCH", "tenants/{slug}/"): Call(base, 200, {"name": "Acme Corp"}),
+        ("GET", "tenants/{slug}/members/"): Call(f"{base}members/", 200),
+        ("POST", "tenants/{slug}/members/"): Call(
+            f"{base}members/", 201, {"username": "bob"}
+        ),
+        ("DELETE", "tenants/{slug}/members/{username}/"): Call(
+            f"{base}members/alice/", 204
+        ),
+        ("GET", "tenants/{slug}/exposures/"): Call(f"{base}exposures/", 200),
+        ("POST", "tenants/{slug}/exposures/"): Call(
+            f"{base}exposures/", 201, {"engine_id": "demo.add"}
+        ),
+        ("POST", "tenants/{slug}/exposures/expose-all/"): Call(
+            f"{base}exposures/expose-all/", 200
+        ),
+        ("GET", "tenants/{slug}/exposures/{engine_id}/"): Call(
+            f"{base}exposures/demo.echo/", 200
+        ),
+        ("DELETE", "tenants/{slug}/exposures/{engine_id}/"): Call(
+            f"{base}exposures/demo.echo/", 204
+        ),
+        ("GET", "tenants/{slug}/tokens/"): Call(f"{base}tokens/", 200),
+        ("POST", "tenants/{slug}/tokens/"): Call(
+            f"{base}tokens/", 201, {"username": "bob"}
+        ),
+        ("DELETE", "tenants/{slug}/tokens/{prefix}/"): Call(
+            f"{base}tokens/{world.token.prefix}/", 204
+        ),
+    }
+    return calls[(route.method, route.path)]
+
+
+@dataclass(frozen=True)
+class World:
+    tenant: Tenant
+    empty: Tenant
+    token: ApiToken
+    exposure: Exposure
+    membership: Membership
+
+
+@pytest.fixture
+def world(db: None) -> Iterator[World]:
+    """acme: alice (member, token), demo.echo exposed and changed; globex."""
+    engine = default_registry.get("demo:echo")
+    assert engine is not None
+    default_registry.unregister("demo:echo")  # so that expose-all can succeed
+    tenant = Tenant.objects.create(slug="acme", name="Acme")
+    empty = Tenant.objects.create(slug="globex", name="Globex")
+    alice = User.objects.create_user("alice")
+    User.objects.create_user("bob")
+    membership = Membership.objects.create(tenant=tenant, user=alice)
+    exposure = bookkeeping.expose(tenant, "demo.echo")
+    Exposure.objects.filter(pk=exposure.pk).update(fingerprint="old")
+    issued = tokens.issue(tenant, alice)
+    yield World(tenant, empty, issued.token, exposure, membership)
+    default_registry.register(engine)
+
+
+def snapshot() -> dict[str, Any]:
+    return {
+        "tenants": list(Tenant.objects.values_list("slug", "name", "is_active")),
+        "members": list(Membership.objects.values_list("tenant", "user", "role")),
+        "exposures": list(Exposure.objects.values_list("engine_id", "fingerprint")),
+        "tokens": list(ApiToken.objects.values_list("prefix", "user", "revoked_at")),
+        "events": ExposureEvent.objects.count(),
+    }
+
+
+def staff_with(*codenames: str, name: str = "staff") -> User:
+    user = User.objects.create_user(name, is_staff=True)
+    user.user_permissions.set(
+        Permission.objects.filter(
+            content_type__app_label="mcp_gateway", codename__in=codenames
+        )
+    )
+    return User.objects.get(pk=user.pk)  # a fresh permission cache
+
+
+def viewer() -> User:
+    views = Permission.objects.filter(
+        content_type__app_label="mcp_gateway", codename__startswith="view_"
+    )
+    return staff_with(*views.values_list("codename", flat=True), name="viewer")
+
+
+def matching(needs: permissions.Needs) -> list[str]:
+    return [group[0] for group in needs]
+
+
+def api_as(user: User) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def request(client: APIClient, route: permissions.ApiRoute, call: Call) -> Any:
+    send = getattr(client, route.method.lower())
+    return send(call.url, call.body, format="json") if call.body else send(call.url)
+
+
+ROUTES = permissions.API_ROUTES
+ROUTE_IDS = [f"{r.method} {r.path}" for r in ROUTES]
+ACTIONS = permissions.ADMIN_ACTIONS
+ACTION_IDS = [f"{a.model}.{a.action}" for a in ACTIONS]
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=ROUTE_IDS)
+def test_staff_with_only_view_permissions_read_but_change_nothing(world, route):
+    call = api_call(route, world)
+    before = snapshot()
+
+    response = request(api_as(viewer()), route, call)
+
+    if route.method == "GET":
+        assert response.status_code == call.ok, response.content[:300]
+    else:
+        assert response.status_code == 403, response.content[:300]
+        assert response.json()["code"] == "permission_denied"
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=ROUTE_IDS)
+def test_staff_with_the_matching_permission_are_allowed(world, route):
+    call = api_call(route, world)
+
+    response = request(api_as(staff_with(*matching(route.needs))), route, call)
+
+    assert response.status_code == call.ok, response.content[:300]
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=ROUTE_IDS)
+def test_a_superuser_is_allowed(world, route):
+    call = api_call(route, world)
+    root = User.objects.create_superuser("root")
+
+    response = request(api_as(root), route, call)
+
+    assert response.status_code == call.ok, response.content[:300]
+
+
+@pytest.mark.parametrize(
+    "route",
+    [r for r in ROUTES if r.needs],
+    ids=[i for r, i in zip(ROUTES, ROUTE_IDS, strict=True) if r.needs],
+)
+def test_staff_without_permissions_are_refused_even_reads(world, route):
+    call = api_call(route, world)
+    before = snapshot()
+
+    response = request(api_as(staff_with()), route, call)
+
+    assert response.status_code == 403
+    assert response.json()["code"] == "permission_denied"
+    assert snapshot() == before
+
+
+def test_the_table_covers_every_route_of_the_api():
+    from mcp_gateway.api.urls import urlpatterns
+
+    named = {p.name for p in urlpatterns if getattr(p, "name", None)}
+    methods = {
+        (p.name, method.upper())
+        for p in urlpatterns
+        if getattr(p, "name", None) and hasattr(p.callback, "actions")
+        for method in p.callback.actions
+        if method != "head"  # read as GET
+    }
+    methods |= {("schema", "GET"), ("docs", "GET")}
+
+    assert {r.name for r in ROUTES} == named
+    assert {(r.name, r.method) for r in ROUTES} == methods
+
+
+# -- The admin ------------------------------------------------------------------
+
+
+def admin_as(user: User) -> Client:
+    client = Client()
+    client.force_login(user, backend=MODEL_BACKEND)
+    return client
+
+
+def changelist(model: str) -> str:
+    return reverse(f"admin:mcp_gateway_{model}_changelist")
+
+
+def selected(action: permissions.AdminAction, world: World) -> list[int]:
+    if action.model == "tenant":
+        deleted = action.action == "delete_selected"
+        return [world.empty.pk if deleted else world.tenant.pk]
+    objects = {
+        "exposure": world.exposure.pk,
+        "membership": world.membership.pk,
+        "apitoken": world.token.pk,
+    }
+    return [objects[action.model]]
+
+
+def run(client: Client, action: permissions.AdminAction, world: World) -> Any:
+    data = {
+        "action": action.action,
+        "_selected_action": [str(pk) for pk in selected(action, world)],
+        "post": "yes",  # confirms delete_selected; ignored by the others
+    }
+    return client.post(changelist(action.model), data)
+
+
+def offered(client: Client, action: permissions.AdminAction) -> bool:
+    page = client.get(changelist(action.model))
+    assert page.status_code == 200
+    return f'<option value="{action.action}">' in page.content.decode()
+
+
+@pytest.mark.parametrize("action", ACTIONS, ids=ACTION_IDS)
+def test_an_admin_action_is_neither_offered_nor_run_for_view_only_staff(world, action):
+    client = admin_as(viewer())
+    before = snapshot()
+
+    was_offered = offered(client, action)
+    response = run(client, action, world)
+
+    assert not was_offered
+    assert response.status_code in (200, 302)
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize("action", ACTIONS, ids=ACTION_IDS)
+def test_an_admin_action_runs_for_staff_with_its_permission(world, action):
+    view = f"view_{action.model}"
+    client = admin_as(staff_with(view, *matching(action.needs)))
+    before = snapshot()
+
+    was_offered = offered(client, action)
+    response = run(client, action, world)
+
+    assert was_offered
+    assert response.status_code == 302
+    assert snapshot() != before
+
+
+@pytest.mark.parametrize("action", ACTIONS, ids=ACTION_IDS)
+def test_an_admin_action_runs_for_a_superuser(world, action):
+    client = admin_as(User.objects.create_superuser("root"))
+    before = snapshot()
+
+    was_offered = offered(client, action)
+    response = run(client, action, world)
+
+    assert was_offered
+    assert response.status_code == 302
+    assert snapshot() != before
+
+
+def test_every_admin_action_is_in_the_table_and_declares_its_permissions(rf, db):
+    request = rf.get("/")
+    request.user = User.objects.create_superuser("root")
+    declared = set()
+    for model, model_admin in admin.site._registry.items():
+        if model._meta.app_label != "mcp_gateway":
+            continue
+        model_name = str(model._meta.model_name)
+        actions: dict[str, Any] = model_admin.get_actions(request)
+        for func, name, _label in actions.values():
+            declared.add((model_name, name))
+            wanted = permissions.codenames(
+                permissions.admin_action(model_name, name).needs
+            )
+            allowed = list(getattr(func, "allowed_permissions", []))
+            if name == "delete_selected":
+                assert allowed == ["delete"]
+                assert wanted == {f"delete_{model_name}"}
+            else:
+                assert set(allowed) == wanted
+
+    assert declared == {(a.model, a.action) for a in ACTIONS}
+
+
+# -- The docs --------------------------------------------------------------------
+
+
+def test_docs_security_shows_exactly_the_table():
+    text = DOCS.read_text(encoding="utf-8")
+    rows = [line for line in text.splitlines() if re.match(r"\| (API|admin) ", line)]
+
+    assert permissions.markdown_table() in text
+    assert rows == permissions.table_rows()

@@ -72,3 +72,64 @@ def test_postgresql_plans_the_request_query_once_unless_told_otherwise() -> None
 def test_the_audit_log_switch_comes_from_the_environment() -> None:
     assert settings_with(MCP_AUDIT_CALLS="false")[2] is False
     assert settings_with()[2] is True
+
+
+def gateway_setting(name: str, **env: str) -> object:
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("MCP_")}
+    environment = {
+        **inherited,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "SECRET_KEY": "reference-settings-test-" + "k" * 40,
+        **env,
+    }
+    show = (
+        "import json, django; from django.conf import settings; django.setup(); "
+        f"print(json.dumps(settings.MCP_GATEWAY[{name!r}]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", show],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    ("name", "variable", "value", "expected"),
+    [
+        (
+            "OAUTH_ALLOWED_PRIVATE_HOSTS",
+            "MCP_OAUTH_ALLOWED_PRIVATE_HOSTS",
+            "keycloak.internal,10.0.0.0/8",
+            ["keycloak.internal", "10.0.0.0/8"],
+        ),
+        ("OAUTH_FAILURE_CACHE_SECONDS", "MCP_OAUTH_FAILURE_CACHE_SECONDS", "7", 7.0),
+        ("OAUTH_MAX_RESPONSE_BYTES", "MCP_OAUTH_MAX_RESPONSE_BYTES", "4096", 4096),
+        (
+            "MAX_CONCURRENT_CALLS_PER_TENANT",
+            "MCP_MAX_CONCURRENT_CALLS_PER_TENANT",
+            "3",
+            3,
+        ),
+    ],
+)
+def test_the_security_settings_are_read_from_the_environment(
+    name: str, variable: str, value: str, expected: object
+) -> None:
+    assert gateway_setting(name, **{variable: value}) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "default"),
+    [
+        ("OAUTH_ALLOWED_PRIVATE_HOSTS", []),
+        ("OAUTH_FAILURE_CACHE_SECONDS", 30.0),
+        ("OAUTH_MAX_RESPONSE_BYTES", 262_144),
+        ("MAX_CONCURRENT_CALLS_PER_TENANT", None),
+    ],
+)
+def test_the_security_settings_defaults(name: str, default: object) -> None:
+    assert gateway_setting(name) == default

@@ -20,12 +20,13 @@ from typing import Any
 import pytest
 import redis
 from django.contrib.auth.models import User
+from django.db import connection
 
 from mcp_gateway import bookkeeping, concurrency, tokens
 from mcp_gateway.audit_models import ToolCall
 from mcp_gateway.models import Tenant
 from tests.live import rawhttp
-from tests.live.servers import Server
+from tests.live.servers import Server, database_url, running
 
 REDIS_DB = 12
 LEASES = ":1:mcpgw:cc:*"  # Django's key prefix and version, then the slot
@@ -194,3 +195,32 @@ def test_a_client_gone_away_gives_its_lease_back(server, secrets, leases):
         "cancelled",
         "ok",
     ]
+
+
+def test_the_cap_is_counted_across_processes(server, secrets, leases, tmp_path):
+    # A second server process (another worker or host, as far as the count
+    # knows) shares the cap through Redis: one slow call on each fills it.
+    other_kind = "uvicorn" if server.kind == "gunicorn" else "gunicorn"
+    db_url = database_url(connection.settings_dict)
+    with running(other_kind, db_url, tmp_path, **SERVER_ENV) as other:
+        threads = [
+            threading.Thread(
+                target=call,
+                args=(live, secrets["acme"], "acme", "demo_slow", {"seconds": 3}),
+            )
+            for live in (server, other)
+        ]
+        for thread in threads:
+            thread.start()
+        eventually(lambda: in_flight(leases, "acme") == 2)
+
+        refused_here = call(server, secrets["acme"], "acme", "demo_echo", {"text": "x"})
+        refused_there = call(other, secrets["acme"], "acme", "demo_echo", {"text": "x"})
+        served = echo(other, secrets, "globex")
+        for thread in threads:
+            thread.join()
+
+    assert code(refused_here) == "BUSY"
+    assert code(refused_there) == "BUSY"
+    assert served is None
+    assert in_flight(leases, "acme") == 0

@@ -191,6 +191,22 @@ def test_a_superuser_is_allowed(world, route):
     assert response.status_code == call.ok, response.content[:300]
 
 
+READS = [r for r in ROUTES if r.method == "GET" and r.needs]
+
+
+@pytest.mark.parametrize("route", READS, ids=[f"{r.method} {r.path}" for r in READS])
+def test_staff_holding_change_without_view_may_read(world, route):
+    # Reads accept view or change, as the admin does: a change permission
+    # alone opens the read.
+    call = api_call(route, world)
+    changes = [g[1] for g in route.needs if len(g) > 1 and g[1].startswith("change_")]
+    assert changes, route
+
+    response = request(api_as(staff_with(*changes)), route, call)
+
+    assert response.status_code == call.ok, response.content[:300]
+
+
 @pytest.mark.parametrize(
     "route",
     [r for r in ROUTES if r.needs],

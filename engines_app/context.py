@@ -122,7 +122,9 @@ class EngineContext:
         """Send a log line to the caller, when it can listen."""
         self.log_sink(level, message)
 
-    def span(self, name: str, **attributes: Any) -> contextlib.AbstractContextManager[Any]:
+    def span(
+        self, name: str, **attributes: Any
+    ) -> contextlib.AbstractContextManager[Any]:
         """Time a section of the work, as a span under the call's own when
         the site traces (``with context.span("query", rows=3): ...``); a
         no-op otherwise. Attribute values are strings, numbers or booleans."""

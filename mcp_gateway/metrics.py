@@ -28,6 +28,7 @@ from mcp_gateway.conf import gateway_settings
 if TYPE_CHECKING:
     from prometheus_client import Counter, Gauge, Histogram
 
+prometheus_client: Any
 try:
     import prometheus_client
 except ImportError:  # the app runs without the extra; metrics stay off
@@ -252,7 +253,7 @@ def exposition() -> tuple[bytes, str]:
         from prometheus_client import multiprocess
 
         registry = prometheus_client.CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
     return prometheus_client.generate_latest(registry), (
         prometheus_client.CONTENT_TYPE_LATEST
     )

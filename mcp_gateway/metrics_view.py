@@ -26,9 +26,7 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
     if not token or not metrics.available():
         return HttpResponse("Not found.", status=404, content_type="text/plain")
     if not _bearer_matches(request, token):
-        response = HttpResponse(
-            "Unauthorized.", status=401, content_type="text/plain"
-        )
+        response = HttpResponse("Unauthorized.", status=401, content_type="text/plain")
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
     body, content_type = metrics.exposition()

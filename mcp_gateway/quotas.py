@@ -26,7 +26,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from django.core.cache import caches
@@ -36,6 +36,9 @@ from mcp_gateway import ratelimit
 from mcp_gateway.callrecord import BUSY, DENIED, FAILED, INVALID, QUOTA, RATE_LIMITED
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.models import Tenant
+
+if TYPE_CHECKING:
+    from mcp_gateway.protocol import Outcome
 
 DAY = "day"
 MONTH = "month"
@@ -89,7 +92,9 @@ def check(tenant: Tenant, principal: Principal, now: datetime | None = None) -> 
                 return Verdict(False, max(1, wait), quota.period)
     except Exception:  # any cache failure: Redis down, timeouts, ...
         give_back(charged)
-        return ALLOWED if ratelimit.cache_down().allowed else Verdict(False, 0, "", True)
+        return (
+            ALLOWED if ratelimit.cache_down().allowed else Verdict(False, 0, "", True)
+        )
     return Verdict(True, charged=tuple(charged))
 
 
@@ -177,7 +182,7 @@ def usage(tenant: Tenant, now: datetime | None = None) -> list[Usage]:
     ]
 
 
-def admit(request_id: Any, scope: Any) -> Any:
+def admit(request_id: Any, scope: Any) -> Outcome | None:
     """Count a ``tools/call`` the rate limits admitted: ``None`` when it may
     run (its units noted on the call's record), else the protocol layer's
     refusal (429, or 503 while the cache is down and fail-closed)."""
@@ -197,7 +202,11 @@ def admit(request_id: Any, scope: Any) -> Any:
     error = types.ErrorData(
         code=-32000,
         message=f"Call quota for this {verdict.period} used up; retry after it resets.",
-        data={"code": CODE, "period": verdict.period, "retryAfter": verdict.retry_after},
+        data={
+            "code": CODE,
+            "period": verdict.period,
+            "retryAfter": verdict.retry_after,
+        },
     )
     refused = error_outcome(request_id, error, 429)
     return Outcome(429, refused.body, {"Retry-After": str(verdict.retry_after)})

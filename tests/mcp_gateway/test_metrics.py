@@ -95,9 +95,7 @@ def test_every_outcome_is_counted_as_the_audit_log_records_it(
     Tenant.objects.filter(pk=tenant.pk).update(calls_per_minute=1)
     call(client, token, "demo_echo", text="limited")  # the window's one call
     call(client, token, "demo_echo", text="limited")
-    Tenant.objects.filter(pk=tenant.pk).update(
-        calls_per_minute=None, calls_per_day=1
-    )
+    Tenant.objects.filter(pk=tenant.pk).update(calls_per_minute=None, calls_per_day=1)
     call(client, token, "demo_echo", text="quota")  # the day's one call
     over = call(client, token, "demo_echo", text="quota")
 
@@ -164,18 +162,25 @@ def test_the_view_serves_every_series_by_name(metrics_on, client, tenant, token)
         - durations
         == 2
     )
-    assert value(
-        "mcp_gateway_http_requests_total",
-        tenant="acme",
-        status="200",
-        protocol_version="2025-11-25",
-    ) - requests == 2
-    assert value(
-        "mcp_gateway_http_requests_total",
-        tenant="acme",
-        status="400",
-        protocol_version="other",
-    ) >= 1
+    assert (
+        value(
+            "mcp_gateway_http_requests_total",
+            tenant="acme",
+            status="200",
+            protocol_version="2025-11-25",
+        )
+        - requests
+        == 2
+    )
+    assert (
+        value(
+            "mcp_gateway_http_requests_total",
+            tenant="acme",
+            status="400",
+            protocol_version="other",
+        )
+        >= 1
+    )
     assert value("mcp_gateway_catalog_builds_total", tenant="acme") - builds == 1
     assert value("mcp_gateway_catalog_cache_hits_total", tenant="acme") - hits >= 1
 
@@ -203,12 +208,18 @@ def test_auth_failures_are_counted_by_reason(metrics_on, client, tenant, member)
         "invalid_token": 2,
         "insufficient_scope": 1,
     }
-    assert REGISTRY.get_sample_value(
-        "mcp_gateway_auth_failures_total", {"tenant": "nobody-here", "reason": "missing"}
-    ) is None  # an unknown slug never becomes a label
+    assert (
+        REGISTRY.get_sample_value(
+            "mcp_gateway_auth_failures_total",
+            {"tenant": "nobody-here", "reason": "missing"},
+        )
+        is None
+    )  # an unknown slug never becomes a label
 
 
-def test_audit_write_failures_are_counted(metrics_on, client, tenant, token, monkeypatch):
+def test_audit_write_failures_are_counted(
+    metrics_on, client, tenant, token, monkeypatch
+):
     bookkeeping.expose(tenant, "demo.echo")
     before = value("mcp_gateway_audit_write_failures_total", tenant="acme")
 
@@ -260,15 +271,22 @@ def test_nothing_is_kept_without_the_token(settings, client, tenant, token):
 
     assert not metrics.enabled()
     assert client.get("/metrics").status_code == 404
-    assert value(
-        "mcp_gateway_tool_calls_total", tenant="acme", tool="demo_echo", outcome="ok"
-    ) == before
+    assert (
+        value(
+            "mcp_gateway_tool_calls_total",
+            tenant="acme",
+            tool="demo_echo",
+            outcome="ok",
+        )
+        == before
+    )
 
 
 def test_a_streamed_call_holds_an_open_stream_gauge_until_it_ends(metrics_on):
-    from mcp_gateway.observe import Watch, _answered
     from django.http import StreamingHttpResponse
     from django.test import RequestFactory
+
+    from mcp_gateway.observe import Watch, _answered
 
     request = RequestFactory().post("/t/acme/mcp")
     watch = Watch("acme", True, None)
@@ -277,7 +295,7 @@ def test_a_streamed_call_holds_an_open_stream_gauge_until_it_ends(metrics_on):
 
     response = _answered(request, watch, StreamingHttpResponse(iter([b"a", b"b"])))
     during = value("mcp_gateway_open_streams", tenant="acme")
-    body = b"".join(response.streaming_content)
+    body = b"".join(response.streaming_content)  # type: ignore[attr-defined]
 
     assert body == b"ab"
     assert during - before == 1

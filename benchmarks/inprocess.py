@@ -132,7 +132,7 @@ def child_gateway(args: argparse.Namespace) -> dict[str, float]:
         }
     )
     if args.telemetry == "metrics":
-        os.environ["MCP_METRICS_TOKEN"] = "inprocess-benchmark"
+        os.environ["MCP_METRICS_TOKEN"] = "inprocess-benchmark"  # noqa: S105
     if args.telemetry.startswith("tracing"):
         _tracer_provider(memory=args.telemetry == "tracing-memory")
     from django.core.wsgi import get_wsgi_application

@@ -324,3 +324,15 @@ def test_staff_users_are_not_a_metrics_credential(metrics_on, client, db):
     client.login(username="root", password="pw")
 
     assert client.get("/metrics").status_code == 401
+
+
+def test_a_token_without_the_client_library_is_a_warning(settings, monkeypatch):
+    from mcp_gateway import checks
+
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "METRICS_TOKEN": SECRET}
+    monkeypatch.setattr(metrics, "prometheus_client", None)
+
+    found = [m.id for m in checks.check_settings(None)]
+
+    assert "mcp_gateway.W030" in found
+    assert not metrics.enabled()

@@ -214,3 +214,42 @@ def test_an_engine_context_span_is_a_no_op_when_not_traced():
 
     with context.span("anything", size=1) as opened:
         assert opened is None
+
+
+def test_under_asgi_the_engine_span_is_a_child_too(
+    exporter, traced_engine, tenant, token
+):
+    from asgiref.sync import async_to_sync
+    from django.test import AsyncRequestFactory
+
+    from mcp_gateway.aviews import aendpoint
+    from mcp_gateway.observe import observed
+
+    bookkeeping.expose(tenant, "test.traced")
+    import json
+
+    request = AsyncRequestFactory().post(
+        "/t/acme/mcp",
+        json.dumps(message({"name": "test_traced", "arguments": {}})),
+        content_type="application/json",
+        headers={
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-11-25",
+            "traceparent": f"00-{TRACE_ID}-{PARENT_ID}-01",
+        },
+    )
+
+    response = async_to_sync(observed(aendpoint))(request, "acme")
+
+    assert response.status_code == 200
+    spans = by_name(exporter)
+    request_span = spans["tools/call test_traced"]
+    assert format(request_span.context.trace_id, "032x") == TRACE_ID
+    assert spans["execute_tool test_traced"].parent.span_id == (
+        request_span.context.span_id
+    )
+    assert spans["load rows"].parent.span_id == (
+        spans["execute_tool test_traced"].context.span_id
+    )
+    assert request_span.attributes["mcp_gateway.outcome"] == "ok"

@@ -32,12 +32,14 @@ UNSTORABLE = "[unstorable]"
 _insert_call = CompiledInsert(ToolCall)
 
 
-def start_record(method: str) -> CallRecord | None:
-    """A record for a ``tools/call`` (kept for quotas and metrics even while
-    the audit log is off), else ``None``."""
+def start_record(method: str, tenant: Tenant | None = None) -> CallRecord | None:
+    """A record for a ``tools/call`` while the audit log, metrics, traces or
+    one of ``tenant``'s quotas need it, else ``None``."""
     if method != "tools/call":
         return None
-    return CallRecord()
+    if gateway_settings().AUDIT_CALLS or observe.wants_records(tenant):
+        return CallRecord()
+    return None
 
 
 def record_call(record: CallRecord, tenant: Tenant, principal: Principal) -> None:

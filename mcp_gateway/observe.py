@@ -115,6 +115,17 @@ def admitted(
         )
 
 
+def wants_records(tenant: Tenant | None) -> bool:
+    """Whether calls need a record with the audit log off: for the metrics,
+    the span, or to give back the quota units of a call that ran nothing."""
+    return (
+        metrics.enabled()
+        or tracing.current.get() is not None
+        or tenant is None
+        or quotas.limited(tenant)
+    )
+
+
 def call_done(record: CallRecord, tenant: Tenant) -> None:
     """A ``tools/call`` finished with ``record.outcome``."""
     outcome = record.outcome or ""

@@ -71,12 +71,7 @@ ALLOWED = Verdict(True)
 
 def check(tenant: Tenant, principal: Principal, now: datetime | None = None) -> Verdict:
     """Count one call against the tenant's and the caller's quotas."""
-    if not (
-        tenant.calls_per_day
-        or tenant.calls_per_month
-        or tenant.token_calls_per_day
-        or tenant.token_calls_per_month
-    ):
+    if not limited(tenant):
         return ALLOWED  # the common case pays for no clock and no key
     moment = now or datetime.now(UTC)
     quotas = applicable(tenant, principal, moment)
@@ -96,6 +91,16 @@ def check(tenant: Tenant, principal: Principal, now: datetime | None = None) -> 
             ALLOWED if ratelimit.cache_down().allowed else Verdict(False, 0, "", True)
         )
     return Verdict(True, charged=tuple(charged))
+
+
+def limited(tenant: Tenant) -> bool:
+    """Whether ``tenant`` has any quota."""
+    return bool(
+        tenant.calls_per_day
+        or tenant.calls_per_month
+        or tenant.token_calls_per_day
+        or tenant.token_calls_per_month
+    )
 
 
 def applicable(tenant: Tenant, principal: Principal, now: datetime) -> list[Quota]:

@@ -189,13 +189,19 @@ def call_done(outcome: str) -> None:
         request.outcome = outcome
 
 
-@contextlib.contextmanager
-def engine_span(engine: Any) -> Iterator[None]:
+_UNTRACED = contextlib.nullcontext()
+
+
+def engine_span(engine: Any) -> contextlib.AbstractContextManager[Any]:
     """The child span of one engine run (nothing when not traced)."""
     request = current.get()
     if request is None or request.span is None:
-        yield
-        return
+        return _UNTRACED
+    return _engine_span(request, engine)
+
+
+@contextlib.contextmanager
+def _engine_span(request: RequestTrace, engine: Any) -> Iterator[None]:
     from mcp_gateway.naming import tool_name
 
     engine_id = str(getattr(engine, "id", ""))

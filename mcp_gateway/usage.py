@@ -35,13 +35,13 @@ def parse_moment(value: str) -> datetime:
         if day is not None:
             return datetime.combine(day, time.min, tzinfo=UTC)
         moment = parse_datetime(value)
+        if moment is None:
+            raise ValueError(value)
+        if timezone.is_naive(moment):
+            moment = moment.replace(tzinfo=UTC)
+        return moment.astimezone(UTC)
     except (ValueError, OverflowError) as exc:
         raise ValueError(value) from exc
-    if moment is None:
-        raise ValueError(value)
-    if timezone.is_naive(moment):
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
 
 
 def rows(

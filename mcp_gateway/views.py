@@ -181,7 +181,7 @@ def call_scope(
     """
     catalog = catalog_for(tenant).visible_to(principal.groups)
     observe.admitted(request, tenant, catalog, message.payload)  # metrics, span
-    record = audit.start_record(message.payload["method"])
+    record = audit.start_record(message.payload["method"], tenant)
     if access.lacks_scope(message.payload, catalog, principal):
         if record is not None:
             _record_denied(request, record, tenant, principal, message)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 import io
 import json
 from datetime import UTC, datetime
@@ -108,3 +109,18 @@ def test_the_export_matches_recorded_calls(client, tenant, token):
 
     assert sum(r["calls"] for r in found) == ToolCall.objects.count() == 5
     assert {(r["outcome"], r["calls"]) for r in found} == {("tool_error", 4), ("ok", 1)}
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["soon", "2026-13-45", "9999-12-31T23:59:59-23:59", "0001-01-01T00:00+23:59"],
+)
+def test_a_bad_moment_is_a_value_error(value):
+    with pytest.raises(ValueError, match=re.escape(value)):
+        usage.parse_moment(value)
+
+
+def test_a_naive_time_is_utc():
+    assert usage.parse_moment("2026-12-01T10:00") == datetime(
+        2026, 12, 1, 10, tzinfo=UTC
+    )

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import csv
-import re
 import io
 import json
+import re
 from datetime import UTC, datetime
 
 import pytest

@@ -202,3 +202,19 @@ def test_the_admin_sets_quotas_and_shows_this_months_usage(client, tenant, token
     assert 'name="token_calls_per_day"' in text
     assert "This month (UTC): 3 of 40 calls (8%)." in text
     assert "Audit log, this month: 3 calls that ran an engine." in text
+
+
+def test_with_the_audit_log_off_a_call_that_ran_nothing_still_gives_back(
+    client, tenant, token, settings
+):
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "AUDIT_CALLS": False}
+    bookkeeping.expose(tenant, "demo.echo")
+    quota(tenant, calls_per_day=1)
+
+    unknown = post_rpc(client, token, "tools/call", {"name": "nope"})
+    ran = echo(client, token)
+    over = echo(client, token)
+
+    assert "error" in unknown.json()
+    assert (ran.status_code, over.status_code) == (200, 429)
+    assert not ToolCall.objects.exists()

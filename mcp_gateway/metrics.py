@@ -163,6 +163,19 @@ def series() -> Series:
     )
 
 
+_children: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+
+def _child(metric: Any, *labels: str) -> Any:
+    """``metric.labels(*labels)``, kept: the labels are bounded, and the
+    client's own lookup costs more than a dict read per call."""
+    key = (id(metric), labels)
+    child = _children.get(key)
+    if child is None:
+        child = _children[key] = metric.labels(*labels)
+    return child
+
+
 # -- Hooks ----------------------------------------------------------------------
 
 
@@ -171,15 +184,15 @@ def call_done(tenant: str, tool: str, outcome: str, seconds: float) -> None:
     if not enabled():
         return
     s = series()
-    s.calls.labels(tenant, tool, outcome).inc()
-    s.duration.labels(tenant, tool).observe(seconds)
+    _child(s.calls, tenant, tool, outcome).inc()
+    _child(s.duration, tenant, tool).observe(seconds)
     if outcome == "rate_limited":
-        s.rate_limit_hits.labels(tenant).inc()
+        _child(s.rate_limit_hits, tenant).inc()
 
 
 def http_request(tenant: str, status: int, version: str) -> None:
     if enabled():
-        series().requests.labels(tenant, str(status), version).inc()
+        _child(series().requests, tenant, str(status), version).inc()
 
 
 def auth_failure(tenant: str, reason: str) -> None:
@@ -199,7 +212,7 @@ def catalog_built(tenant: str) -> None:
 
 def catalog_hit(tenant: str) -> None:
     if enabled():
-        series().catalog_hits.labels(tenant).inc()
+        _child(series().catalog_hits, tenant).inc()
 
 
 def idp_fetch(host: str, failed: bool) -> None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -270,8 +269,3 @@ def exposition() -> tuple[bytes, str]:
     return prometheus_client.generate_latest(registry), (
         prometheus_client.CONTENT_TYPE_LATEST
     )
-
-
-def names() -> Iterable[str]:
-    """The metric family names this module registers (for tests and docs)."""
-    return (metric._name for metric in vars(series()).values())

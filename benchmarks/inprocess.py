@@ -1,7 +1,8 @@
 """µs per ``tools/call``: the gateway view vs the bare ceiling view, in-process.
 
     .venv/bin/python benchmarks/inprocess.py [--calls 5000] [--repeats 5]
-        [--audit off|on|both] [--profile]
+        [--audit off|on|both] [--telemetry off|metrics|tracing|tracing-memory|all]
+        [--profile]
 
 Each side runs in its own child process (its own Django settings) and is
 called as a WSGI application directly: no server, no socket, Django's whole
@@ -14,6 +15,11 @@ for the budget (``--audit off``, the default) and may be measured on beside
 it. Time is the process's CPU time, every thread included (a sync engine
 runs in the engine pool's thread). The best of the repeats is reported,
 which is the least disturbed by other load.
+
+``--telemetry`` adds rows with Prometheus metrics on (``MCP_METRICS_TOKEN``
+set), with an OpenTelemetry SDK tracer provider and no exporter
+(``tracing``), and with an in-memory exporter (``tracing-memory``); ``all``
+runs them beside the row with both off.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET_US = 60.0
+TELEMETRY = ("off", "metrics", "tracing", "tracing-memory")
 BODY = json.dumps(
     {
         "jsonrpc": "2.0",
@@ -124,6 +131,10 @@ def child_gateway(args: argparse.Namespace) -> dict[str, float]:
             "MCP_AUDIT_CALLS": "true" if args.audit == "on" else "false",
         }
     )
+    if args.telemetry == "metrics":
+        os.environ["MCP_METRICS_TOKEN"] = "inprocess-benchmark"  # noqa: S105
+    if args.telemetry.startswith("tracing"):
+        _tracer_provider(memory=args.telemetry == "tracing-memory")
     from django.core.wsgi import get_wsgi_application
     from django.db import connection
 
@@ -148,6 +159,22 @@ def child_gateway(args: argparse.Namespace) -> dict[str, float]:
         "db_us": timer.seconds / args.calls * 1e6,
         "queries": timer.count / args.calls,
     }
+
+
+def _tracer_provider(memory: bool) -> None:
+    """The SDK's provider: no exporter, or an in-memory one (kept small)."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+        InMemorySpanExporter,
+    )
+
+    provider = TracerProvider()
+    if memory:
+        exporter = InMemorySpanExporter()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
 
 
 class _QueryTimer:
@@ -197,7 +224,7 @@ def _profile(call: Callable[[], object], calls: int) -> None:
 
 
 def run_child(
-    side: str, args: argparse.Namespace, audit: str = "off"
+    side: str, args: argparse.Namespace, audit: str = "off", telemetry: str = "off"
 ) -> dict[str, float]:
     command = [
         sys.executable,
@@ -210,6 +237,8 @@ def run_child(
         str(args.repeats),
         "--audit",
         audit,
+        "--telemetry",
+        telemetry,
     ]
     if args.profile and side == "gateway":
         command.append("--profile")
@@ -231,6 +260,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3, help="child runs per side")
     parser.add_argument("--audit", choices=("off", "on", "both"), default="off")
+    parser.add_argument(
+        "--telemetry",
+        choices=(*TELEMETRY, "all"),
+        default="off",
+        help="metrics and tracing rows (docs/operations.md)",
+    )
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--child", choices=("gateway", "ceiling"))
     args = parser.parse_args()
@@ -240,15 +275,19 @@ def main() -> None:
         print(json.dumps(child(args)))
         return
     audits = ("off", "on") if args.audit == "both" else (args.audit,)
+    kinds = TELEMETRY if args.telemetry == "all" else (args.telemetry,)
+    rows = [(audit, kind) for audit in audits for kind in kinds]
     ceiling: list[dict[str, float]] = []
-    gateway: dict[str, list[dict[str, float]]] = {audit: [] for audit in audits}
+    gateway: dict[tuple[str, str], list[dict[str, float]]] = {row: [] for row in rows}
     for _ in range(args.rounds):  # alternate, so drifting load hits all
         ceiling.append(run_child("ceiling", args))
-        for audit in audits:
-            gateway[audit].append(run_child("gateway", args, audit))
+        for audit, kind in rows:
+            gateway[audit, kind].append(run_child("gateway", args, audit, kind))
     bare = min(r["view_us"] for r in ceiling)
     print(f"ceiling view (bare Django, WSGI):           {bare:7.1f} µs/call")
-    for audit, runs in gateway.items():
+    for (audit, kind), runs in gateway.items():
+        if kind != "off" or len(kinds) > 1:
+            print(f"telemetry: {kind}")
         report(bare, audit, runs)
 
 

@@ -147,6 +147,8 @@ MCP_GATEWAY = {
     "SIGNAL_BEARER_FAILURES": env.bool("MCP_SIGNAL_BEARER_FAILURES", default=True),
     "BUS": env.str("MCP_BUS", default="auto"),
     "BUS_DATABASE": env.str("MCP_BUS_DATABASE", default="default"),
+    # Unset: no metrics kept, /metrics answers 404 (docs/operations.md).
+    "METRICS_TOKEN": env.str("MCP_METRICS_TOKEN", default=""),
 }
 
 # The management API (mcp_gateway.api) sets its own authentication,

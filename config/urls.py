@@ -9,6 +9,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("t/", include("mcp_gateway.urls")),
     path("api/", include("mcp_gateway.api.urls")),
     path("", include("mcp_gateway.urls.well_known")),
+    path("metrics", include("mcp_gateway.urls.metrics")),
 ]
 # Static files only when DEBUG (the browser tests' live server); [] otherwise.
 urlpatterns += staticfiles_urlpatterns()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -12,6 +13,8 @@ from engines_app.interaction import InputReply
 
 ProgressSink = Callable[[float, float | None, str | None], None]
 LogSink = Callable[[str, str], None]
+SpanOpener = Callable[[str, Mapping[str, Any]], contextlib.AbstractContextManager[Any]]
+"""Opens a timed section of an engine's work (a tracing span, when traced)."""
 
 
 def _drop_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -20,6 +23,12 @@ def _drop_progress(progress: float, total: float | None, message: str | None) ->
 
 def _drop_log(level: str, message: str) -> None:
     return None
+
+
+def _no_span(
+    name: str, attributes: Mapping[str, Any]
+) -> contextlib.AbstractContextManager[Any]:
+    return contextlib.nullcontext()
 
 
 @dataclass(frozen=True)
@@ -101,6 +110,7 @@ class EngineContext:
     reply: InputReply | None = None
     """The caller's answer when this call repeats one that returned an
     ``InputRequest``; ``None`` on a first call."""
+    span_opener: SpanOpener = _no_span
 
     def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
@@ -111,3 +121,11 @@ class EngineContext:
     def log(self, level: str, message: str) -> None:
         """Send a log line to the caller, when it can listen."""
         self.log_sink(level, message)
+
+    def span(
+        self, name: str, **attributes: Any
+    ) -> contextlib.AbstractContextManager[Any]:
+        """Time a section of the work, as a span under the call's own when
+        the site traces (``with context.span("query", rows=3): ...``); a
+        no-op otherwise. Attribute values are strings, numbers or booleans."""
+        return self.span_opener(name, attributes)

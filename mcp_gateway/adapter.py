@@ -33,7 +33,7 @@ from engines_app.engine import Hints, Icon, is_async_engine
 from engines_app.errors import EngineError
 from engines_app.interaction import InputReply, InputRequest
 from engines_app.results import Audio, Content, Image, Resource, RichResult, Text
-from mcp_gateway import concurrency, deadlines, simple_schema
+from mcp_gateway import concurrency, deadlines, simple_schema, tracing
 from mcp_gateway.dispatch_context import run_in_thread_loop
 from mcp_gateway.interaction import UNAVAILABLE
 from mcp_gateway.naming import tool_name
@@ -186,6 +186,8 @@ def build_context(
         sinks["progress_sink"] = progress_sink
     if log_sink is not None:
         sinks["log_sink"] = log_sink
+    if (span_opener := tracing.span_opener()) is not None:  # engines' own spans
+        sinks["span_opener"] = span_opener
     return EngineContext(
         request=EngineRequest(strategy=engine.id, input=arguments),
         principal=principal,
@@ -212,7 +214,7 @@ def execute(
         refusal = _refusal(engine, arguments, context.principal)
         if refusal is not None:
             return refusal
-        with concurrency.lease(context) as admitted:
+        with tracing.engine_span(engine), concurrency.lease(context) as admitted:
             if not admitted:
                 return _busy()
             if is_async_engine(engine):
@@ -251,7 +253,7 @@ async def aexecute(
         refusal = _refusal(engine, arguments, context.principal)
         if refusal is not None:
             return refusal
-        with concurrency.lease(context) as admitted:
+        with tracing.engine_span(engine), concurrency.lease(context) as admitted:
             if not admitted:
                 return _busy()
             value = await _acall(engine, context)

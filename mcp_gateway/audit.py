@@ -15,6 +15,7 @@ from django.db import DataError, IntegrityError, connections, router
 from django.utils import timezone
 
 from engines_app.context import Principal
+from mcp_gateway import metrics, observe
 from mcp_gateway.audit_models import ExposureEvent, ToolCall
 from mcp_gateway.callrecord import CallRecord, storable
 from mcp_gateway.compiled import CompiledInsert
@@ -31,17 +32,23 @@ UNSTORABLE = "[unstorable]"
 _insert_call = CompiledInsert(ToolCall)
 
 
-def start_record(method: str) -> CallRecord | None:
-    """A record for a ``tools/call`` while the audit log is on, else ``None``."""
-    if method != "tools/call" or not gateway_settings().AUDIT_CALLS:
+def start_record(method: str, tenant: Tenant | None = None) -> CallRecord | None:
+    """A record for a ``tools/call`` while the audit log, metrics, traces or
+    one of ``tenant``'s quotas need it, else ``None``."""
+    if method != "tools/call":
         return None
-    return CallRecord()
+    if gateway_settings().AUDIT_CALLS or observe.wants_records(tenant):
+        return CallRecord()
+    return None
 
 
 def record_call(record: CallRecord, tenant: Tenant, principal: Principal) -> None:
     """Write one row for a call that reached dispatch: one INSERT, whatever
     the call held (a value no database stores becomes a placeholder)."""
     if record.outcome is None:
+        return
+    observe.call_done(record, tenant)  # quotas given back, metrics, the span
+    if not gateway_settings().AUDIT_CALLS:
         return
     call = ToolCall(
         tenant=tenant,
@@ -57,6 +64,14 @@ def record_call(record: CallRecord, tenant: Tenant, principal: Principal) -> Non
         protocol_version=record.protocol_version,
         arguments=storable_json(record.arguments),
     )
+    try:
+        _insert(call)
+    except Exception:
+        metrics.audit_write_failed(tenant.slug)
+        raise
+
+
+def _insert(call: ToolCall) -> None:
     alias = router.db_for_write(ToolCall)
     try:
         _insert_call.insert(call, using=alias)

@@ -22,6 +22,7 @@ class Outcome(models.TextChoices):
     RATE_LIMITED = "rate_limited", _("rate limited")
     CANCELLED = "cancelled", _("cancelled")
     BUSY = "busy", _("busy (the tenant's concurrent calls at their cap)")
+    QUOTA = "quota", _("over quota (the day's or month's calls used up)")
 
 
 class ToolCall(models.Model):
@@ -56,6 +57,12 @@ class ToolCall(models.Model):
         indexes = [
             models.Index(
                 fields=["tenant", "created_at"], name="mcp_gateway_call_tenant_time"
+            ),
+            # Usage export: calls per tenant, tool, day and outcome, read
+            # from the index alone.
+            models.Index(
+                fields=["tenant_slug", "created_at", "tool_name", "outcome"],
+                name="mcp_gateway_call_usage",
             ),
         ]
 

@@ -22,6 +22,7 @@ TIMEOUT = "timeout"
 RATE_LIMITED = "rate_limited"
 CANCELLED = "cancelled"
 BUSY = "busy"
+QUOTA = "quota"
 OUTCOMES = (
     OK,
     TOOL_ERROR,
@@ -32,6 +33,7 @@ OUTCOMES = (
     RATE_LIMITED,
     CANCELLED,
     BUSY,
+    QUOTA,
 )
 
 _FAILURE_CODES = {
@@ -55,6 +57,9 @@ class CallRecord:
     outcome: str | None = None
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
+    charged: tuple[str, ...] = ()
+    """Quota counters this call took a unit of (``quotas``), to give back
+    when no engine ran after all."""
 
     def begin(self, request_id: Any, params: Any, protocol_version: str) -> None:
         """Note what the request says, before anything can fail."""

@@ -23,6 +23,7 @@ import mcp_types as types
 
 from engines_app.errors import InvalidEngineError
 from engines_app.registry import EngineRegistry, default_registry, validate_engine
+from mcp_gateway import metrics
 from mcp_gateway.adapter import InvalidToolError, build_tool
 from mcp_gateway.models import Tenant
 
@@ -100,13 +101,22 @@ def catalog_for(tenant: Tenant, registry: EngineRegistry | None = None) -> Catal
         cached = _cache.get(key)
         if cached is not None:
             _cache.move_to_end(key)
-            return cached
+    if cached is not None:
+        metrics.catalog_hit(tenant.slug)
+        return cached
+    metrics.catalog_built(tenant.slug)
     catalog = build_catalog(tenant, default_registry)
     with _lock:
         _cache[(tenant.pk, catalog.version, tenant.created_at)] = catalog
         while len(_cache) > CACHE_SIZE:
             _cache.popitem(last=False)
     return catalog
+
+
+def cached(tenant: Tenant) -> Catalog | None:
+    """``tenant``'s catalog when this process holds it; never builds one."""
+    with _lock:
+        return _cache.get((tenant.pk, tenant.catalog_version, tenant.created_at))
 
 
 def clear_cache() -> None:

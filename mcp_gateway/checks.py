@@ -12,6 +12,7 @@ from django.core import checks
 from django.db import DatabaseError, connections, router
 from django.urls import URLResolver, get_resolver
 
+from mcp_gateway import metrics
 from mcp_gateway.conf import (
     AUTH_DISABLED,
     AUTH_REQUIRED,
@@ -40,6 +41,16 @@ def check_settings(
                 f"MCP_GATEWAY['MAX_CONCURRENT_CALLS_PER_TENANT'] is {cap!r}.",
                 hint="Use a positive number of calls, or None for no cap.",
                 id="mcp_gateway.E005",
+            )
+        )
+    token = gateway_settings().METRICS_TOKEN
+    if token and not metrics.available():
+        errors.append(
+            checks.Warning(
+                "MCP_GATEWAY['METRICS_TOKEN'] is set but prometheus_client is "
+                "not installed: no metrics are kept and the view answers 404.",
+                hint='pip install "django-mcp-gateway[metrics]"',
+                id="mcp_gateway.W030",
             )
         )
     if gateway_settings().AUTH_MODE not in (AUTH_REQUIRED, AUTH_DISABLED):

@@ -44,6 +44,7 @@ class GatewaySettings:
     SIGNAL_BEARER_FAILURES: bool = True
     BUS: str = "auto"
     BUS_DATABASE: str = "default"
+    METRICS_TOKEN: str = ""
 
 
 def user_settings() -> dict[str, Any]:

@@ -27,6 +27,7 @@ import anyio
 from django.db import close_old_connections, connections
 
 from engines_app.context import EngineContext
+from mcp_gateway import metrics
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.dispatch_context import run_sync_outside_loop
 
@@ -69,6 +70,7 @@ class EnginePool:
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=size, thread_name_prefix="mcp-engine"
         )
+        metrics.pool_sized(size)  # pool gauges
 
     def submit(
         self, function: Callable[[EngineContext], Any], context: EngineContext
@@ -80,6 +82,7 @@ class EnginePool:
         """
         if not self._slots.acquire(blocking=False):
             raise PoolFull
+        metrics.pool_handed()  # pool gauges
         run = contextvars.copy_context().run
         return self._executor.submit(run, self._run, function, context)
 
@@ -95,11 +98,13 @@ class EnginePool:
         )
 
     def _run(self, function: Callable[[EngineContext], Any], context: Any) -> Any:
+        metrics.pool_queued(-1)  # pool gauges
         try:
             return function(context)
         finally:
             close_old_connections()  # this thread's own connections
             self._slots.release()
+            metrics.pool_taken(-1)  # pool gauges
 
 
 _pool: list[EnginePool] = []

@@ -70,6 +70,10 @@ class TenantForm(forms.ModelForm[Tenant]):
             "burst",
             "token_calls_per_minute",
             "token_burst",
+            "calls_per_day",
+            "calls_per_month",
+            "token_calls_per_day",
+            "token_calls_per_month",
             "audit_arguments",
             "audit_redacted_keys",
         ]

@@ -55,6 +55,45 @@ class Tenant(models.Model):
         validators=[MinValueValidator(1)],
         help_text=_("Calls one token may make at once; empty: its per-minute number."),
     )
+    calls_per_day = models.PositiveIntegerField(
+        _("calls per day"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=_(
+            "Quota: tool calls that run an engine per UTC day, for the whole "
+            "tenant; empty: no quota."
+        ),
+    )
+    calls_per_month = models.PositiveIntegerField(
+        _("calls per month"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=_(
+            "Quota: tool calls that run an engine per UTC calendar month, for "
+            "the whole tenant; empty: no quota."
+        ),
+    )
+    token_calls_per_day = models.PositiveIntegerField(
+        _("calls per day per token"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=_(
+            "Quota of each token (or OAuth user) per UTC day; empty: no quota."
+        ),
+    )
+    token_calls_per_month = models.PositiveIntegerField(
+        _("calls per month per token"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=_(
+            "Quota of each token (or OAuth user) per UTC calendar month; "
+            "empty: no quota."
+        ),
+    )
     audit_arguments = models.BooleanField(
         _("record tool arguments"),
         default=False,

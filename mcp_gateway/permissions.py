@@ -48,6 +48,19 @@ class AdminAction:
     note: str = ""
 
 
+@dataclass(frozen=True)
+class TokenRoute:
+    """A route outside the API that a configured token opens, not staff."""
+
+    method: str
+    path: str
+    name: str
+    """The URL pattern's name, with its namespace."""
+    token: str
+    """The ``MCP_GATEWAY`` setting holding the bearer token."""
+    note: str = ""
+
+
 TENANT = "tenants/{slug}/"
 API_ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute("GET", "schema/", "schema", STAFF),
@@ -60,6 +73,13 @@ API_ROUTES: tuple[ApiRoute, ...] = (
         "the menu of what could be exposed: whoever sees or makes exposures",
     ),
     ApiRoute("GET", "audit/", "audit", read("toolcall")),
+    ApiRoute(
+        "GET",
+        "usage/",
+        "usage",
+        read("toolcall"),
+        "calls per tenant, tool, UTC day and outcome, from the audit log",
+    ),
     ApiRoute("GET", "tenants/", "tenants", read("tenant")),
     ApiRoute("POST", "tenants/", "tenants", write("add_tenant")),
     ApiRoute("GET", TENANT, "tenant", read("tenant")),
@@ -153,6 +173,17 @@ ADMIN_ACTIONS: tuple[AdminAction, ...] = (
     ),
 )
 
+TOKEN_ROUTES: tuple[TokenRoute, ...] = (
+    TokenRoute(
+        "GET",
+        "/metrics",
+        "mcp_gateway_metrics:metrics",
+        "METRICS_TOKEN",
+        "setting unset: 404 (and no metrics kept); a missing or wrong token: "
+        "401; staff status grants nothing here",
+    ),
+)
+
 _ROUTES = {(route.name, route.method): route for route in API_ROUTES}
 
 
@@ -208,6 +239,11 @@ def table_rows(api_prefix: str = "/api/") -> list[str]:
     rows += [
         _row(f"admin {a.model}: “{a.label}” (`{a.action}`)", a.needs, a.note)
         for a in ADMIN_ACTIONS
+    ]
+    rows += [
+        f"| metrics `{t.method} {t.path}` | not staff: `Authorization: Bearer "
+        f"<{t.token}>` | {t.note} |"
+        for t in TOKEN_ROUTES
     ]
     return rows
 

@@ -55,6 +55,7 @@ from mcp_gateway import (
     callrecord,
     deadlines,
     interaction,
+    quotas,
     ratelimit,
     request_state,
 )
@@ -431,7 +432,7 @@ def admit_call(
         scope.record.outcome = callrecord.INVALID  # until a result says more
     verdict = ratelimit.check(scope.tenant, scope.principal)
     if verdict.allowed:
-        return None
+        return quotas.admit(request_id, scope)  # call quotas, after the limits
     if verdict.unavailable:
         finish(scope, callrecord.FAILED)
         error = types.ErrorData(code=-32000, message="Service unavailable.")

@@ -33,10 +33,12 @@ def uses_async_endpoint() -> bool:
 
 def endpoint_view() -> Callable[..., Any]:
     """The endpoint view this process serves."""
+    from mcp_gateway.observe import observed  # metrics and traces (HTTP level)
+
     if uses_async_endpoint():
         from mcp_gateway.aviews import aendpoint
 
-        return aendpoint
+        return observed(aendpoint)
     from mcp_gateway.views import endpoint
 
-    return endpoint
+    return observed(endpoint)

@@ -22,6 +22,7 @@ from mcp_gateway import (
     checks,
     hotpath,
     jsonrpc,
+    observe,
 )
 from mcp_gateway.callrecord import CallRecord
 from mcp_gateway.catalog import catalog_for
@@ -179,7 +180,8 @@ def call_scope(
         DatabaseError: the catalog could not be read.
     """
     catalog = catalog_for(tenant).visible_to(principal.groups)
-    record = audit.start_record(message.payload["method"])
+    observe.admitted(request, tenant, catalog, message.payload)  # metrics, span
+    record = audit.start_record(message.payload["method"], tenant)
     if access.lacks_scope(message.payload, catalog, principal):
         if record is not None:
             _record_denied(request, record, tenant, principal, message)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib import admin, messages
@@ -15,12 +16,13 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from engines_app.registry import default_registry
-from mcp_gateway import bookkeeping
+from mcp_gateway import bookkeeping, quotas
 from mcp_gateway.admin.authorization import AuthorizationServerInline
 from mcp_gateway.admin.calls_chart import calls_per_tool, chart_html
 from mcp_gateway.admin.permissions import ActionPermissions
 from mcp_gateway.admin.status import status_html
 from mcp_gateway.admin.users import UserFieldMixin
+from mcp_gateway.audit_models import Outcome, ToolCall
 from mcp_gateway.errors import BookkeepingError
 from mcp_gateway.forms import TenantForm
 from mcp_gateway.models import AuthorizationServer, Exposure, Membership, Tenant
@@ -45,6 +47,49 @@ COPY_SCRIPT = (
 def _urls(servers: list[AuthorizationServer]) -> list[str]:
     fields = ("issuer", "jwks_uri", "introspection_endpoint")
     return [url for server in servers for f in fields if (url := getattr(server, f))]
+
+
+RAN_ENGINE = [
+    Outcome.OK,
+    Outcome.TOOL_ERROR,
+    Outcome.FAILED,
+    Outcome.TIMEOUT,
+    Outcome.CANCELLED,
+]
+"""Outcomes of calls that ran an engine: the ones a quota counts."""
+
+
+def usage_html(tenant: Tenant) -> str:
+    """This month's and today's calls against the tenant's quotas: the
+    counts the quotas keep, and this month's calls in the audit log."""
+    now = datetime.now(UTC)
+    counted = {u.period: u for u in quotas.usage(tenant, now)}
+    month_start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    audited = ToolCall.objects.filter(
+        tenant_slug=tenant.slug,
+        created_at__gte=month_start,
+        outcome__in=RAN_ENGINE,
+    ).count()
+    return format_html(
+        "<p>{}</p><p>{}</p><p>{}</p>",
+        _usage_line(_("This month (UTC)"), counted[quotas.MONTH]),
+        _usage_line(_("Today (UTC)"), counted[quotas.DAY]),
+        _("Audit log, this month: %(n)s calls that ran an engine.") % {"n": audited},
+    )
+
+
+def _usage_line(label: Any, usage: quotas.Usage) -> str:
+    if usage.limit is None:
+        return _("%(label)s: %(used)s calls; no quota.") % {
+            "label": label,
+            "used": usage.used,
+        }
+    return _("%(label)s: %(used)s of %(limit)s calls (%(percent)s%%).") % {
+        "label": label,
+        "used": usage.used,
+        "limit": usage.limit,
+        "percent": min(999, round(100 * usage.used / usage.limit)),
+    }
 
 
 def hint_labels(engine: Any) -> str:
@@ -107,7 +152,13 @@ class TenantAdmin(ActionPermissions, admin.ModelAdmin[Tenant]):
     ]
     list_filter = ["is_active"]
     search_fields = ["slug", "name"]
-    readonly_fields = ["mcp_url", "catalog_version", "expose_link", "calls_chart"]
+    readonly_fields = [
+        "mcp_url",
+        "catalog_version",
+        "expose_link",
+        "calls_chart",
+        "quota_usage",
+    ]
     inlines = [MembershipInline, ExposureInline, AuthorizationServerInline]
     actions = ["expose_all", "unexpose_all", "confirm_changed"]
 
@@ -169,6 +220,12 @@ class TenantAdmin(ActionPermissions, admin.ModelAdmin[Tenant]):
         if obj.pk is None:
             return "-"
         return chart_html(calls_per_tool(obj))
+
+    @admin.display(description=_("usage against quota"))
+    def quota_usage(self, obj: Tenant) -> str:
+        if obj.pk is None:
+            return "-"
+        return usage_html(obj)
 
     @admin.action(
         description=_("Expose all installed engines"), permissions=["add_exposure"]

@@ -34,6 +34,10 @@ class TenantSerializer(serializers.ModelSerializer[Tenant]):
             "is_active",
             "allowed_origins",
             "engine_config",
+            "calls_per_day",
+            "calls_per_month",
+            "token_calls_per_day",
+            "token_calls_per_month",
             "catalog_version",
             "mcp_url",
             "created_at",
@@ -231,3 +235,13 @@ def describe(engine: Any) -> dict[str, Any]:
         "output_schema": getattr(engine, "output_schema", None),
         "hints": hints_of(engine),
     }
+
+
+class UsageSerializer(serializers.Serializer[dict[str, Any]]):
+    """Calls of one tenant's tool on one UTC day with one outcome."""
+
+    tenant = serializers.CharField()
+    tool = serializers.CharField()
+    day = serializers.CharField(help_text="A UTC date, YYYY-MM-DD.")
+    outcome = serializers.CharField()
+    calls = serializers.IntegerField()

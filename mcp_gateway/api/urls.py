@@ -67,6 +67,7 @@ urlpatterns = [
     ),
     path("engines/", views.EngineViewSet.as_view({"get": "list"}), name="engines"),
     path("audit/", views.ToolCallViewSet.as_view({"get": "list"}), name="audit"),
+    path("usage/", views.UsageViewSet.as_view({"get": "list"}), name="usage"),
     path(
         "tenants/",
         views.TenantViewSet.as_view({"get": "list", "post": "create"}),

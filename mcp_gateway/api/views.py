@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
 from engines_app.registry import default_registry
-from mcp_gateway import bookkeeping, permissions, tokens, users
+from mcp_gateway import bookkeeping, permissions, tokens, usage, users
 from mcp_gateway.api import serializers
 from mcp_gateway.api.base import StaffViewSet
 from mcp_gateway.api.filters import BooleanFilter, ToolCallFilter
@@ -201,6 +201,48 @@ class ToolCallViewSet(mixins.ListModelMixin, StaffViewSet[ToolCall]):
     queryset = ToolCall.objects.order_by("-created_at", "-pk")
     serializer_class = serializers.ToolCallSerializer
     filter_backends = [ToolCallFilter]
+
+
+class UsageViewSet(mixins.ListModelMixin, StaffViewSet[ToolCall]):
+    """Calls per tenant, tool, UTC day and outcome, from the audit log."""
+
+    serializer_class = serializers.UsageSerializer  # type: ignore[assignment]
+    filter_backends: list[Any] = []
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("tenant", str, description="Only this tenant's calls."),
+            OpenApiParameter(
+                "since",
+                str,
+                description="From this date (UTC midnight) or ISO 8601 time on.",
+            ),
+            OpenApiParameter(
+                "until", str, description="Before this date or ISO 8601 time."
+            ),
+        ]
+    )
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        params = request.query_params
+        since = _moment(params, "since")
+        until = _moment(params, "until")
+        if since is not None and until is not None and since >= until:
+            raise exceptions.ValidationError({"until": ["Must be after since."]})
+        found = usage.rows(params.get("tenant"), since, until)  # one query
+        page = self.paginate_queryset(found)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+def _moment(params: Any, name: str) -> Any:
+    value = params.get(name)
+    if value is None:
+        return None
+    try:
+        return usage.parse_moment(value)
+    except ValueError as exc:
+        raise exceptions.ValidationError(
+            {name: ["Must be a date (2026-12-01) or an ISO 8601 date and time."]}
+        ) from exc
 
 
 def _require(request: Request, codename: str) -> None:

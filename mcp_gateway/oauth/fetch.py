@@ -10,8 +10,9 @@ from __future__ import annotations
 import base64
 import json
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
+from mcp_gateway import metrics
 from mcp_gateway.oauth import net
 
 JSON_HEADERS = (("Accept", "application/json"), ("Accept-Encoding", "identity"))
@@ -56,9 +57,16 @@ def _send(
     content: bytes | None = None,
 ) -> net.Answer:
     try:
-        return net.fetch(method, url, headers=headers, content=content)
+        answer = net.fetch(method, url, headers=headers, content=content)
     except net.FetchFailed as exc:
+        metrics.idp_fetch(_host(url), failed=True)
         raise AuthUnavailable(str(exc)) from exc
+    metrics.idp_fetch(_host(url), failed=answer.status != 200)
+    return answer
+
+
+def _host(url: str) -> str:
+    return urlsplit(url).hostname or ""
 
 
 def _json(url: str, answer: net.Answer) -> dict[str, Any]:

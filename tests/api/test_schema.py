@@ -18,6 +18,7 @@ from mcp_gateway.models import Tenant
 
 OPERATIONS = {
     ("get", "/api/audit/"),
+    ("get", "/api/usage/"),
     ("get", "/api/engines/"),
     ("get", "/api/tenants/"),
     ("post", "/api/tenants/"),

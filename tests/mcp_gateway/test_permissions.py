@@ -45,6 +45,7 @@ def api_call(route: permissions.ApiRoute, world: World) -> Call:
         ("GET", "docs/"): Call("/api/docs/", 200),
         ("GET", "engines/"): Call("/api/engines/", 200),
         ("GET", "audit/"): Call("/api/audit/", 200),
+        ("GET", "usage/"): Call("/api/usage/", 200),
         ("GET", "tenants/"): Call("/api/tenants/", 200),
         ("POST", "tenants/"): Call(
             "/api/tenants/", 201, {"slug": "initech", "name": "Initech"}
@@ -349,7 +350,46 @@ def test_every_admin_action_is_in_the_table_and_declares_its_permissions(rf, db)
 
 def test_docs_security_shows_exactly_the_table():
     text = DOCS.read_text(encoding="utf-8")
-    rows = [line for line in text.splitlines() if re.match(r"\| (API|admin) ", line)]
+    rows = [
+        line for line in text.splitlines() if re.match(r"\| (API|admin|metrics) ", line)
+    ]
 
     assert permissions.markdown_table() in text
     assert rows == permissions.table_rows()
+
+
+# -- Token routes (the metrics view) ----------------------------------------------
+
+
+TOKEN_ROUTES = permissions.TOKEN_ROUTES
+TOKEN_IDS = [f"{t.method} {t.path}" for t in TOKEN_ROUTES]
+
+
+@pytest.mark.parametrize("route", TOKEN_ROUTES, ids=TOKEN_IDS)
+def test_a_token_route_is_absent_until_its_token_is_set(db, settings, route):
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, route.token: ""}
+    url = reverse(route.name)
+    root = admin_as(User.objects.create_superuser("root"))
+
+    assert Client().get(url, HTTP_AUTHORIZATION="Bearer x").status_code == 404
+    assert root.get(url).status_code == 404
+
+
+@pytest.mark.parametrize("route", TOKEN_ROUTES, ids=TOKEN_IDS)
+def test_a_token_route_needs_its_token_and_nothing_else(db, settings, route):
+    secret = "s3cret-metrics-token"
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, route.token: secret}
+    url = reverse(route.name)
+    root = admin_as(User.objects.create_superuser("root"))
+
+    missing = Client().get(url)
+    wrong = Client().get(url, HTTP_AUTHORIZATION="Bearer not-it")
+    staff = root.get(url)
+    right = Client().get(url, HTTP_AUTHORIZATION=f"Bearer {secret}")
+    posted = Client().post(url, HTTP_AUTHORIZATION=f"Bearer {secret}")
+
+    assert [missing.status_code, wrong.status_code, staff.status_code] == [401] * 3
+    assert missing["WWW-Authenticate"].startswith("Bearer")
+    assert secret.encode() not in missing.content + wrong.content
+    assert right.status_code == 200
+    assert posted.status_code == 405

@@ -17,14 +17,15 @@ def not_asgi(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_wsgi_process_serves_the_sync_view(not_asgi):
-    assert serving.endpoint_view() is endpoint
+    assert _unwrapped() is endpoint  # observed (metrics)
     assert not asyncio.iscoroutinefunction(serving.endpoint_view())
 
 
 def test_the_asgi_entry_point_selects_the_async_view(not_asgi):
     serving.announce_asgi()
 
-    assert serving.endpoint_view() is aendpoint
+    assert _unwrapped() is aendpoint
+    assert asyncio.iscoroutinefunction(serving.endpoint_view())
     assert asyncio.iscoroutinefunction(aendpoint)
 
 
@@ -32,4 +33,9 @@ def test_the_asgi_entry_point_selects_the_async_view(not_asgi):
 def test_the_setting_forces_the_choice(not_asgi, settings, forced, view):
     settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "ASYNC_ENDPOINT": forced}
 
-    assert serving.endpoint_view() is view
+    assert _unwrapped() is view
+
+
+def _unwrapped() -> object:
+    """The view under the observing wrapper (metrics and traces)."""
+    return getattr(serving.endpoint_view(), "__wrapped__", None)

@@ -202,7 +202,8 @@ def test_the_cap_is_counted_across_processes(server, secrets, leases, tmp_path):
     # knows) shares the cap through Redis: one slow call on each fills it.
     other_kind = "uvicorn" if server.kind == "gunicorn" else "gunicorn"
     db_url = database_url(connection.settings_dict)
-    with running(other_kind, db_url, tmp_path, **SERVER_ENV) as other:
+    env: dict[str, Any] = SERVER_ENV
+    with running(other_kind, db_url, tmp_path, **env) as other:
         threads = [
             threading.Thread(
                 target=call,

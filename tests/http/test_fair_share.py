@@ -27,17 +27,10 @@ from mcp_gateway.audit_models import ToolCall
 from mcp_gateway.models import Tenant
 from tests.live import rawhttp
 from tests.live.servers import Server, database_url, running
+from tests.services import redis_running
 
 REDIS_DB = 12
 LEASES = ":1:mcpgw:cc:*"  # Django's key prefix and version, then the slot
-
-
-def redis_running() -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", 6379), timeout=0.2):
-            return True
-    except OSError:
-        return False
 
 
 pytestmark = [

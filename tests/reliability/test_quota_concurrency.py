@@ -7,7 +7,6 @@ quota runs, every other call is refused 429, and the audit log agrees.
 from __future__ import annotations
 
 import json
-import socket
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -19,22 +18,15 @@ from django.db import connection
 from mcp_gateway import bookkeeping, quotas, tokens
 from mcp_gateway.audit_models import ToolCall
 from mcp_gateway.models import Tenant
+from tests.services import redis_running
 
 REDIS = {
     "BACKEND": "django.core.cache.backends.redis.RedisCache",
-    "LOCATION": "redis://127.0.0.1:6379/11",
+    "LOCATION": "redis://127.0.0.1:6379/9",
     "KEY_PREFIX": "quota-concurrency",
 }
 QUOTA = 10
 CALLS = 40
-
-
-def redis_running() -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", 6379), timeout=0.2):
-            return True
-    except OSError:
-        return False
 
 
 pytestmark = [

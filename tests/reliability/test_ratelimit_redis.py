@@ -2,27 +2,18 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 from django.core.cache import caches
 
 from engines_app.context import Principal
 from mcp_gateway import ratelimit
 from mcp_gateway.models import Tenant
+from tests.services import redis_running
 
 REDIS = {
     "BACKEND": "django.core.cache.backends.redis.RedisCache",
     "LOCATION": "redis://127.0.0.1:6379/7",
 }
-
-
-def redis_running() -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", 6379), timeout=0.2):
-            return True
-    except OSError:
-        return False
 
 
 pytestmark = pytest.mark.skipif(not redis_running(), reason="needs Redis on 6379")

@@ -32,12 +32,14 @@ UNSTORABLE = "[unstorable]"
 _insert_call = CompiledInsert(ToolCall)
 
 
-def start_record(method: str, tenant: Tenant | None = None) -> CallRecord | None:
+def start_record(
+    method: str, tenant: Tenant | None = None, principal: Principal | None = None
+) -> CallRecord | None:
     """A record for a ``tools/call`` while the audit log, metrics, traces or
-    one of ``tenant``'s quotas need it, else ``None``."""
+    one of the quotas of ``tenant`` or ``principal`` need it, else ``None``."""
     if method != "tools/call":
         return None
-    if gateway_settings().AUDIT_CALLS or observe.wants_records(tenant):
+    if gateway_settings().AUDIT_CALLS or observe.wants_records(tenant, principal):
         return CallRecord()
     return None
 

@@ -145,7 +145,14 @@ class ApiTokenForm(forms.ModelForm[ApiToken]):
 
     class Meta:
         model = ApiToken
-        fields = ["tenant", "user", "name", "scopes"]
+        fields = [
+            "tenant",
+            "user",
+            "name",
+            "scopes",
+            "calls_per_day",
+            "calls_per_month",
+        ]
 
     def clean_user(self) -> Any:
         user = self.cleaned_data["user"]

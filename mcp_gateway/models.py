@@ -221,6 +221,26 @@ class ApiToken(models.Model):
     last_used_at = models.DateTimeField(
         _("last used"), null=True, blank=True, editable=False
     )
+    calls_per_day = models.PositiveIntegerField(
+        _("calls per day"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=_(
+            "This token's own quota of tool calls per UTC day; empty: the "
+            "tenant's quota per token, if any."
+        ),
+    )
+    calls_per_month = models.PositiveIntegerField(
+        _("calls per month"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=_(
+            "This token's own quota of tool calls per UTC calendar month; "
+            "empty: the tenant's quota per token, if any."
+        ),
+    )
 
     class Meta:
         ordering = ["tenant", "-created_at"]

@@ -24,6 +24,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponseBase
 
+from engines_app.context import Principal
 from mcp_gateway import metrics, quotas, tracing
 from mcp_gateway.callrecord import CallRecord
 from mcp_gateway.models import Tenant
@@ -115,14 +116,14 @@ def admitted(
         )
 
 
-def wants_records(tenant: Tenant | None) -> bool:
+def wants_records(tenant: Tenant | None, principal: Principal | None = None) -> bool:
     """Whether calls need a record with the audit log off: for the metrics,
     the span, or to give back the quota units of a call that ran nothing."""
     return (
         metrics.enabled()
         or tracing.current.get() is not None
         or tenant is None
-        or quotas.limited(tenant)
+        or quotas.limited(tenant, principal)
     )
 
 

@@ -2,10 +2,12 @@
 
 A tenant's ``calls_per_day`` / ``calls_per_month`` bound the calls of the
 whole tenant, its ``token_calls_per_day`` / ``token_calls_per_month`` those
-of each token (an OAuth caller counts as its user). Only calls admitted to
-run an engine count: the check runs after the rate limits, and a call that
-then runs no engine (an unknown tool, bad arguments, every slot or pool
-thread busy) gives its unit back when it is recorded.
+of each token (an OAuth caller counts as its user). A token may carry its
+own ``calls_per_day`` / ``calls_per_month``, which replace the tenant's
+per-token quotas for that token (optional; set when the token is issued).
+Only calls admitted to run an engine count: the check runs after the rate
+limits, and a call that then runs no engine (an unknown tool, bad
+arguments, every slot or pool thread busy) gives its unit back when it is recorded.
 
 Each count is one key of the rate-limit cache (``RATE_LIMIT_CACHE``) per
 period, taken with ``add`` + ``incr``, which are atomic in Redis and in the
@@ -50,6 +52,18 @@ NOT_RUN = frozenset({INVALID, BUSY, DENIED, RATE_LIMITED, QUOTA})
 
 
 @dataclass(frozen=True)
+class TokenPrincipal(Principal):
+    """A principal authenticated by a token that has quotas of its own.
+
+    Made by the view from the token it authenticated, so reading the
+    token's quotas costs no query; engines see it as a plain ``Principal``.
+    """
+
+    calls_per_day: int | None = None
+    calls_per_month: int | None = None
+
+
+@dataclass(frozen=True)
 class Quota:
     key: str
     limit: int
@@ -71,7 +85,7 @@ ALLOWED = Verdict(True)
 
 def check(tenant: Tenant, principal: Principal, now: datetime | None = None) -> Verdict:
     """Count one call against the tenant's and the caller's quotas."""
-    if not limited(tenant):
+    if not limited(tenant, principal):
         return ALLOWED  # the common case pays for no clock and no key
     moment = now or datetime.now(UTC)
     quotas = applicable(tenant, principal, moment)
@@ -93,25 +107,38 @@ def check(tenant: Tenant, principal: Principal, now: datetime | None = None) -> 
     return Verdict(True, charged=tuple(charged))
 
 
-def limited(tenant: Tenant) -> bool:
-    """Whether ``tenant`` has any quota."""
+def limited(tenant: Tenant, principal: Principal | None = None) -> bool:
+    """Whether ``tenant`` or the caller's token has any quota."""
     return bool(
         tenant.calls_per_day
         or tenant.calls_per_month
         or tenant.token_calls_per_day
         or tenant.token_calls_per_month
+        or isinstance(principal, TokenPrincipal)
     )
+
+
+def token_limits(tenant: Tenant, principal: Principal) -> tuple[int | None, int | None]:
+    """The caller's own quotas per day and per month: the token's where it
+    has one, else the tenant's quota per token."""
+    if isinstance(principal, TokenPrincipal):
+        return (
+            principal.calls_per_day or tenant.token_calls_per_day,
+            principal.calls_per_month or tenant.token_calls_per_month,
+        )
+    return tenant.token_calls_per_day, tenant.token_calls_per_month
 
 
 def applicable(tenant: Tenant, principal: Principal, now: datetime) -> list[Quota]:
     """The quotas a call of ``principal`` counts against, months first (a
     month refused is the longer wait)."""
     caller = caller_of(principal)
+    per_day, per_month = token_limits(tenant, principal) if caller else (None, None)
     limits = (
         (tenant.calls_per_month, MONTH, None),
         (tenant.calls_per_day, DAY, None),
-        (tenant.token_calls_per_month if caller else None, MONTH, caller),
-        (tenant.token_calls_per_day if caller else None, DAY, caller),
+        (per_month, MONTH, caller),
+        (per_day, DAY, caller),
     )
     return [
         Quota(key_of(tenant, period, now, who), limit, period, reset(period, now))

@@ -50,17 +50,25 @@ def issue(
     scopes: Sequence[str] = DEFAULT_SCOPES,
     expires_in: int | None = None,
     name: str = "",
+    calls_per_day: int | None = None,
+    calls_per_month: int | None = None,
 ) -> IssuedToken:
     """Create a token; makes the user a member of the tenant if needed.
 
+    ``calls_per_day`` / ``calls_per_month`` are the token's own quotas
+    (``None``: the tenant's quota per token applies).
+
     Raises:
-        ValueError: an unknown scope or a non-positive lifetime.
+        ValueError: an unknown scope, a non-positive lifetime or quota.
     """
     unknown = sorted(set(scopes) - KNOWN_SCOPES)
     if unknown:
         raise ValueError(f"Unknown scope(s): {', '.join(unknown)}.")
     if expires_in is not None and expires_in <= 0:
         raise ValueError("The lifetime must be a positive number of seconds.")
+    quotas = (calls_per_day, calls_per_month)
+    if any(quota is not None and quota <= 0 for quota in quotas):
+        raise ValueError("A quota must be a positive number of calls.")
     prefix, secret = secrets.token_hex(6), secrets.token_urlsafe(32).replace("_", "-")
     expires_at = timezone.now() + timedelta(seconds=expires_in) if expires_in else None
     with transaction.atomic():
@@ -73,6 +81,8 @@ def issue(
             scopes=list(dict.fromkeys(scopes or DEFAULT_SCOPES)),
             expires_at=expires_at,
             name=name,
+            calls_per_day=calls_per_day,
+            calls_per_month=calls_per_month,
         )
     return IssuedToken(token, f"{TOKEN_PREFIX}_{prefix}_{secret}")
 

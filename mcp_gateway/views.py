@@ -23,6 +23,7 @@ from mcp_gateway import (
     hotpath,
     jsonrpc,
     observe,
+    quotas,
 )
 from mcp_gateway.callrecord import CallRecord
 from mcp_gateway.catalog import catalog_for
@@ -144,14 +145,21 @@ def _authenticate(
 def _principal(tenant: Tenant, user: Any) -> Principal:
     token = getattr(user, "mcp_token", None)
     scopes = getattr(user, "mcp_scopes", None) or (token.scopes if token else ())
-    return Principal(
-        tenant=tenant.slug,
-        tenant_id=tenant.pk,
-        user=user.get_username(),
-        token=token.prefix if token else None,
-        scopes=frozenset(scopes),
-        groups=access.groups_of(user, catalog_for(tenant)),
-    )
+    fields: dict[str, Any] = {
+        "tenant": tenant.slug,
+        "tenant_id": tenant.pk,
+        "user": user.get_username(),
+        "token": token.prefix if token else None,
+        "scopes": frozenset(scopes),
+        "groups": access.groups_of(user, catalog_for(tenant)),
+    }
+    if token is not None and (token.calls_per_day or token.calls_per_month):
+        return quotas.TokenPrincipal(
+            **fields,
+            calls_per_day=token.calls_per_day,
+            calls_per_month=token.calls_per_month,
+        )
+    return Principal(**fields)
 
 
 def _read_message(request: HttpRequest) -> jsonrpc.Message | HttpResponse:
@@ -181,7 +189,7 @@ def call_scope(
     """
     catalog = catalog_for(tenant).visible_to(principal.groups)
     observe.admitted(request, tenant, catalog, message.payload)  # metrics, span
-    record = audit.start_record(message.payload["method"], tenant)
+    record = audit.start_record(message.payload["method"], tenant, principal)
     if access.lacks_scope(message.payload, catalog, principal):
         if record is not None:
             _record_denied(request, record, tenant, principal, message)

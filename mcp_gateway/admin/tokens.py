@@ -43,8 +43,16 @@ class ApiTokenAdmin(ActionPermissions, UserFieldMixin, admin.ModelAdmin[ApiToken
     list_select_related = ["tenant", "user"]
     autocomplete_fields = ["tenant"]  # and the user, when the site allows
     actions = ["revoke_selected"]
-    add_fields = ["tenant", "user", "name", "scopes", "expires_in"]
-    view_fields = list_display
+    add_fields = [
+        "tenant",
+        "user",
+        "name",
+        "scopes",
+        "expires_in",
+        "calls_per_day",
+        "calls_per_month",
+    ]
+    view_fields = [*list_display, "calls_per_day", "calls_per_month"]
 
     def get_fields(self, request: HttpRequest, obj: ApiToken | None = None) -> Any:
         return self.view_fields if obj else self.add_fields
@@ -82,6 +90,8 @@ class ApiTokenAdmin(ActionPermissions, UserFieldMixin, admin.ModelAdmin[ApiToken
             scopes=form.cleaned_data["scopes"],
             expires_in=form.cleaned_data["expires_in"],
             name=obj.name,
+            calls_per_day=obj.calls_per_day,
+            calls_per_month=obj.calls_per_month,
         )
         obj.pk = issued.token.pk
         obj.refresh_from_db()

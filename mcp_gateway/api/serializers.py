@@ -143,6 +143,8 @@ class ApiTokenSerializer(serializers.ModelSerializer[ApiToken]):
             "username",
             "scopes",
             "expires_in",
+            "calls_per_day",
+            "calls_per_month",
             "created_at",
             "expires_at",
             "revoked_at",

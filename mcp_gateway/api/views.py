@@ -160,6 +160,8 @@ class ApiTokenViewSet(
             scopes=data["scopes"],
             expires_in=data.get("expires_in"),
             name=data.get("name", ""),
+            calls_per_day=data.get("calls_per_day"),
+            calls_per_month=data.get("calls_per_month"),
         )
         shown = serializers.IssuedTokenSerializer(
             issued.token, context={"secret": issued.secret}

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.core.cache import caches
+from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -218,3 +220,108 @@ def test_with_the_audit_log_off_a_call_that_ran_nothing_still_gives_back(
     assert "error" in unknown.json()
     assert (ran.status_code, over.status_code) == (200, 429)
     assert not ToolCall.objects.exists()
+
+
+def test_a_tokens_own_quota_replaces_the_tenants_quota_per_token(
+    client, tenant, member, token
+):
+    bookkeeping.expose(tenant, "demo.echo")
+    quota(tenant, token_calls_per_day=3)
+    small = tokens.issue(tenant, member, calls_per_day=1).secret
+    large = tokens.issue(tenant, member, calls_per_day=5).secret
+
+    default = [echo(client, token).status_code for _ in range(4)]
+    own_small = [echo(client, small).status_code for _ in range(2)]
+    own_large = [echo(client, large).status_code for _ in range(5)]
+
+    assert default == [200, 200, 200, 429]
+    assert own_small == [200, 429]
+    assert own_large == [200] * 5  # five, above the tenant's three per token
+
+
+def test_a_tokens_own_quota_binds_when_the_tenant_has_none(
+    client, tenant, member, token, settings
+):
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "AUDIT_CALLS": False}
+    bookkeeping.expose(tenant, "demo.echo")
+    limited = tokens.issue(tenant, member, calls_per_month=2).secret
+
+    post_rpc(client, limited, "tools/call", {"name": "nope"})  # ran nothing
+    mine = [echo(client, limited) for _ in range(3)]
+    others = [echo(client, token).status_code for _ in range(3)]
+
+    assert [answer.status_code for answer in mine] == [200, 200, 429]
+    assert mine[2].json()["error"]["data"]["period"] == "month"
+    assert others == [200, 200, 200]  # an unlimited token of the same tenant
+
+
+def test_a_tokens_quota_is_set_through_the_api_and_checked(db, tenant):
+    api = APIClient()
+    api.force_authenticate(User.objects.create_superuser("root"))
+    url = "/api/tenants/acme/tokens/"
+
+    made = api.post(url, {"calls_per_day": 10, "calls_per_month": 100}, format="json")
+    refused = api.post(url, {"calls_per_day": 0}, format="json")
+    listed = api.get(url).json()
+
+    assert made.status_code == 201
+    assert (made.json()["calls_per_day"], made.json()["calls_per_month"]) == (10, 100)
+    assert refused.status_code == 400
+    assert "calls_per_day" in refused.json()["errors"]
+    rows = listed["results"] if isinstance(listed, dict) else listed
+    assert [(row["calls_per_day"], row["calls_per_month"]) for row in rows] == [
+        (10, 100)
+    ]
+    assert ApiToken.objects.count() == 1
+
+
+def test_the_admin_issues_a_token_with_its_own_quota(db, tenant, member):
+    admin = Client()
+    admin.force_login(User.objects.create_superuser("root"))
+
+    page = admin.post(
+        "/admin/mcp_gateway/apitoken/add/",
+        {
+            "tenant": tenant.pk,
+            "user": member.pk,
+            "name": "ci",
+            "scopes": ["mcp:tools"],
+            "calls_per_day": "7",
+            "calls_per_month": "",
+        },
+    )
+
+    assert page.status_code == 200, page.content[:500]
+    token = ApiToken.objects.get()
+    assert (token.calls_per_day, token.calls_per_month) == (7, None)
+
+
+def test_the_token_command_sets_a_tokens_quota(db, tenant, member):
+    out = io.StringIO()
+
+    call_command(
+        "mcp_token",
+        "create",
+        "acme",
+        "--user",
+        member.get_username(),
+        "--calls-per-day",
+        "3",
+        "--calls-per-month",
+        "30",
+        stdout=out,
+    )
+    with pytest.raises(CommandError, match="positive"):
+        call_command(
+            "mcp_token",
+            "create",
+            "acme",
+            "--user",
+            member.get_username(),
+            "--calls-per-day",
+            "0",
+        )
+
+    token = ApiToken.objects.get()
+    assert (token.calls_per_day, token.calls_per_month) == (3, 30)
+    assert tokens.split(out.getvalue().strip())[0] == token.prefix

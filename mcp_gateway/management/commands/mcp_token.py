@@ -31,6 +31,18 @@ class Command(BaseCommand):
             help=f"Repeatable; one of {', '.join(sorted(tokens.KNOWN_SCOPES))}.",
         )
         create.add_argument("--expires-in", type=int, metavar="SECONDS")
+        create.add_argument(
+            "--calls-per-day",
+            type=int,
+            metavar="N",
+            help="The token's own quota of tool calls per UTC day.",
+        )
+        create.add_argument(
+            "--calls-per-month",
+            type=int,
+            metavar="N",
+            help="The token's own quota of tool calls per UTC calendar month.",
+        )
         revoke = actions.add_parser("revoke", help="Revoke a token.")
         revoke.add_argument("token", metavar="TOKEN_OR_PREFIX")
         listing = actions.add_parser("list", help="List a tenant's tokens.")
@@ -45,6 +57,8 @@ class Command(BaseCommand):
                 create_user=options["create_user"],
                 scopes=options["scopes"] or list(tokens.DEFAULT_SCOPES),
                 expires_in=options["expires_in"],
+                calls_per_day=options["calls_per_day"],
+                calls_per_month=options["calls_per_month"],
             )
         elif action == "revoke":
             self.revoke(options["token"])
@@ -59,6 +73,8 @@ class Command(BaseCommand):
         create_user: bool,
         scopes: list[str],
         expires_in: int | None,
+        calls_per_day: int | None = None,
+        calls_per_month: int | None = None,
     ) -> None:
         unknown = sorted(set(scopes) - tokens.KNOWN_SCOPES)
         if unknown:
@@ -67,7 +83,14 @@ class Command(BaseCommand):
         tenant = get_tenant(slug)
         user = get_user(username, create=create_user)
         try:
-            issued = tokens.issue(tenant, user, scopes=scopes, expires_in=expires_in)
+            issued = tokens.issue(
+                tenant,
+                user,
+                scopes=scopes,
+                expires_in=expires_in,
+                calls_per_day=calls_per_day,
+                calls_per_month=calls_per_month,
+            )
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(issued.secret)

@@ -325,4 +325,5 @@ def test_the_token_command_sets_a_tokens_quota(db, tenant, member):
     token = ApiToken.objects.get()
     assert (token.calls_per_day, token.calls_per_month) == (3, 30)
     parts = tokens.split(out.getvalue().strip())
-    assert parts is not None and parts[0] == token.prefix
+    assert parts is not None
+    assert parts[0] == token.prefix

@@ -52,6 +52,11 @@ class Drifting:
     id = "test.drifting"
     name = "Drifting"
     version = "1.0.0"
+    input_schema = {
+        "type": "object",
+        "properties": {"text": {"type": "string"}},
+        "additionalProperties": False,
+    }
 
     @property
     def description(self) -> str:

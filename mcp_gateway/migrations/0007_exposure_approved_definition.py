@@ -20,7 +20,9 @@ def store_approved_definitions(apps, schema_editor):
         except Exception:  # an engine too broken to describe is never served
             continue
         Exposure.objects.using(alias).filter(
-            engine_id=engine.id, fingerprint=current, approved_definition=None
+            engine_id=engine.id,
+            fingerprint=current,
+            approved_definition__isnull=True,
         ).update(approved_definition=shape)
     ExposureEvent.objects.using(alias).filter(action="confirm").update(
         action="approve"

@@ -40,12 +40,11 @@ def two_servers(
     django_db_setup: None, tmp_path: Path
 ) -> Iterator[tuple[Server, Server]]:
     url = database_url(connection.settings_dict)
-    env = {"MCPGW_TEST_DRIFTING": NEW}
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     with (
-        running("gunicorn", url, tmp_path / "a", **env) as first,
-        running("uvicorn", url, tmp_path / "b", **env) as second,
+        running("gunicorn", url, tmp_path / "a", MCPGW_TEST_DRIFTING=NEW) as first,
+        running("uvicorn", url, tmp_path / "b", MCPGW_TEST_DRIFTING=NEW) as second,
     ):
         yield first, second
 

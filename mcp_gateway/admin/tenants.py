@@ -17,14 +17,14 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from engines_app.registry import default_registry
-from mcp_gateway import bookkeeping, quotas
+from mcp_gateway import bookkeeping, permissions, quotas
 from mcp_gateway.admin import approvals
 from mcp_gateway.admin.authorization import AuthorizationServerInline
 from mcp_gateway.admin.calls_chart import calls_per_tool, chart_html
 from mcp_gateway.admin.permissions import ActionPermissions
 from mcp_gateway.admin.status import changed_q, status_html
 from mcp_gateway.admin.users import UserFieldMixin
-from mcp_gateway.audit_models import Outcome, ToolCall
+from mcp_gateway.audit_models import ExposureEvent, Outcome, ToolCall
 from mcp_gateway.errors import BookkeepingError
 from mcp_gateway.forms import TenantForm
 from mcp_gateway.models import AuthorizationServer, Exposure, Membership, Tenant
@@ -218,6 +218,28 @@ class TenantAdmin(ActionPermissions, admin.ModelAdmin[Tenant]):
     class Media:
         css = {"all": ["mcp_gateway/admin.css"]}
         js = ["mcp_gateway/admin.js"]
+
+    def history_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        """Django's history of the tenant's settings, and first its
+        exposure events (expose, unexpose, approve, clear, drift)."""
+        context = dict(extra_context or {})
+        if object_id.isdigit() and permissions.allows(
+            request.user, permissions.read("exposureevent")
+        ):
+            events = ExposureEvent.objects.filter(tenant_id=int(object_id))
+            context["exposure_events"] = list(
+                events.order_by("-created_at", "-pk")[:50]
+            )
+            context["more_events_url"] = (
+                f"{reverse('admin:mcp_gateway_exposureevent_changelist')}"
+                f"?tenant__id__exact={object_id}"
+            )
+        return super().history_view(request, object_id, context)
 
     def get_fieldsets(self, request: HttpRequest, obj: Tenant | None = None) -> Any:
         return self.fieldsets if obj is not None else self.add_fieldsets

@@ -613,3 +613,67 @@ def test_admin_pages_carry_the_gateway_branding(admin_client):
     response = admin_client.get(reverse("admin:index"))
 
     assert "MCP gateway administration" in response.content.decode()
+
+
+# The Engines page
+
+
+def test_the_engines_page_lists_each_engine_its_tenants_and_drift(
+    admin_client, admin_tenant
+):
+    bookkeeping.expose_many(admin_tenant, ["demo.echo", "demo.add"])
+    Exposure.objects.filter(engine_id="demo.add").update(fingerprint="old")
+
+    response = admin_client.get(url("installedengine_changelist"))
+
+    assert response.status_code == 200
+    rows = {row["id"]: row for row in response.context["rows"]}
+    assert list(rows) == default_registry.ids()
+    assert rows["demo.add"]["held"] == 1
+    assert [e["status"] for e in rows["demo.add"]["exposures"]] == ["held"]
+    assert rows["demo.echo"]["held"] == 0
+    html = response.content.decode()
+    assert f"{url('exposure_add')}?engine_id=demo.echo" in html
+    assert rows["demo.echo"]["fingerprint"][:12] in html
+
+
+def test_the_engines_page_needs_a_permission_on_exposures(client, admin_tenant):
+    staff = User.objects.create_user("staff", is_staff=True)
+    client.force_login(staff, backend="django.contrib.auth.backends.ModelBackend")
+
+    assert client.get(url("installedengine_changelist")).status_code == 403
+    staff.user_permissions.set(Permission.objects.filter(codename="view_exposure"))
+    assert client.get(url("installedengine_changelist")).status_code == 200
+
+
+def test_the_tenant_list_counts_held_and_stale_tools(admin_client, admin_tenant):
+    bookkeeping.expose_many(admin_tenant, ["demo.echo", "demo.add"])
+    Exposure.objects.filter(engine_id="demo.add").update(fingerprint="old")
+    Exposure.objects.create(
+        tenant=admin_tenant, engine_id="gone.engine", tool_name="gone_engine"
+    )
+
+    response = admin_client.get(url("tenant_changelist"))
+
+    changelist = response.context["cl"]
+    [row] = changelist.result_list
+    assert changelist.model_admin.needs_attention(row) == "1 held, 1 stale"
+
+
+def test_the_tenant_history_page_shows_its_exposure_events(
+    admin_client, admin_tenant, admin_staff
+):
+    bookkeeping.expose(admin_tenant, "demo.echo", by=admin_staff, via="admin")
+    bookkeeping.unexpose(admin_tenant, "demo.echo", via="command")
+
+    response = admin_client.get(url("tenant_history", admin_tenant.pk))
+
+    assert response.status_code == 200
+    events = response.context["exposure_events"]
+    assert [(e.action, e.via) for e in events] == [
+        ("unexpose", "command"),
+        ("expose", "admin"),
+    ]
+    html = response.content.decode()
+    assert "Exposure history" in html
+    assert "Management command" in html or "management command" in html

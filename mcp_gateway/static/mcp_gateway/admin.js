@@ -35,3 +35,28 @@
     }
   });
 })();
+
+// Authorization servers: show only the fields of the kind chosen (JWT or
+// introspection); every field stays in the form, so nothing is lost.
+(function () {
+  function sync(select) {
+    const box = select.closest(".inline-related") || document;
+    box.querySelectorAll("fieldset.mcp-kind").forEach(function (set) {
+      set.hidden = !set.classList.contains("mcp-kind-" + select.value);
+    });
+  }
+  function all() {
+    document.querySelectorAll("select[name$='-kind']").forEach(sync);
+  }
+  document.addEventListener("change", function (event) {
+    if (event.target.matches && event.target.matches("select[name$='-kind']")) {
+      sync(event.target);
+    }
+  });
+  document.addEventListener("formset:added", all);
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", all);
+  } else {
+    all();
+  }
+})();

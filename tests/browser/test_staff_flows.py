@@ -168,7 +168,7 @@ def browser_page(chromium: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[An
                     else None
                 ),
             )
-            page.csp_violations = violations
+            page.csp_violations = violations  # type: ignore[attr-defined]
             yield page
         finally:
             browser.close()

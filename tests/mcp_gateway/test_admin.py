@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -677,3 +678,77 @@ def test_the_tenant_history_page_shows_its_exposure_events(
     html = response.content.decode()
     assert "Exposure history" in html
     assert "Management command" in html or "management command" in html
+
+
+def test_the_admin_links_the_api_root_schema_and_swagger_ui(admin_client):
+    index = admin_client.get(reverse("admin:index")).content.decode()
+    app = admin_client.get(reverse("admin:app_list", args=["mcp_gateway"]))
+
+    assert 'href="/api/"' in index
+    assert 'href="/api/docs/"' in index
+    html = app.content.decode()
+    assert 'href="/api/schema/"' in html
+    assert 'href="/api/docs/"' in html
+
+
+def test_the_admin_index_tells_the_two_kinds_of_token_apart(admin_client):
+    html = admin_client.get(reverse("admin:index")).content.decode()
+
+    assert "MCP tokens" in html
+    assert ">Tokens<" in html  # the REST API's keys, as DRF names them
+
+
+def test_the_secret_page_gives_a_copy_button_and_the_client_configuration(
+    admin_client, admin_tenant
+):
+    user = User.objects.create_user("bob")
+
+    response = admin_client.post(url("apitoken_add"), token_form(admin_tenant, user))
+
+    html = response.content.decode()
+    [secret] = set(re.findall(r"mcpgw_[0-9a-f]+_[A-Za-z0-9-]+", html))
+    assert 'data-mcp-copy="mcp-token"' in html
+    assert "mcp_gateway/admin.js" in html
+    assert "onclick" not in html
+    config = response.context["client_config"]
+    server = json.loads(config)["mcpServers"]["gateway"]
+    assert server["url"].endswith("/t/acme/mcp")
+    assert server["headers"] == {"Authorization": f"Bearer {secret}"}
+    assert all(secret not in c.value for c in response.cookies.values())
+    assert all(secret not in str(m) for m in get_messages(response.wsgi_request))
+
+
+def test_the_token_page_revokes_after_asking_and_revoking_again_says_so(
+    admin_client, admin_tenant, admin_member
+):
+    issued = tokens.issue(admin_tenant, admin_member)
+    revoke = url("apitoken_revoke", issued.token.pk)
+
+    page = admin_client.get(url("apitoken_change", issued.token.pk)).content.decode()
+    asked = admin_client.get(revoke)
+    done = admin_client.post(revoke, follow=True)
+    again = run_action(admin_client, "apitoken", "revoke_selected", issued.token.pk)
+
+    assert revoke in page
+    assert "Revoke the token" in asked.content.decode()
+    assert ApiToken.objects.get().revoked_at is not None
+    assert messages_of(done) == [f"Revoked 1 token(s): {issued.token.prefix}."]
+    assert messages_of(again) == [f"Already revoked, unchanged: {issued.token.prefix}."]
+    assert authenticate(None, bearer_token=issued.secret, tenant=admin_tenant) is None
+
+
+def test_tokens_show_a_status_and_scopes_as_a_list(
+    admin_client, admin_tenant, admin_member
+):
+    active = tokens.issue(admin_tenant, admin_member).token
+    revoked = tokens.issue(admin_tenant, admin_member).token
+    tokens.revoke(revoked.prefix)
+
+    listing = admin_client.get(url("apitoken_changelist"))
+    only_revoked = admin_client.get(url("apitoken_changelist"), {"status": "revoked"})
+
+    admin = listing.context["cl"].model_admin
+    assert admin.status(active) == "Active"
+    assert admin.status(ApiToken.objects.get(pk=revoked.pk)) == "Revoked"
+    assert admin.scope_list(active) == ", ".join(active.scopes)
+    assert [t.pk for t in only_revoked.context["cl"].result_list] == [revoked.pk]

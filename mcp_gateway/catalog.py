@@ -28,6 +28,7 @@ from types import MappingProxyType
 from typing import Any
 
 import mcp_types as types
+from django.db import DatabaseError
 
 from engines_app.errors import InvalidEngineError
 from engines_app.registry import EngineRegistry, default_registry, validate_engine
@@ -164,8 +165,6 @@ def _note_drift(tenant: Tenant, catalog: Catalog) -> None:
     ]
     if not new:
         return
-    with _lock:
-        _drift_seen.update(new)
     engine_ids = [engine_id for _pk, engine_id, _print in new]
     held = catalog.held
     logger.warning(
@@ -174,7 +173,15 @@ def _note_drift(tenant: Tenant, catalog: Catalog) -> None:
         ", ".join(repr(engine_id) for engine_id in engine_ids),
         "held until approved" if held else "served as changed (DRIFT_POLICY serve)",
     )
-    bookkeeping.record_drift(tenant, engine_ids)
+    try:
+        bookkeeping.record_drift(tenant, engine_ids)
+    except DatabaseError:
+        # Holding does not depend on the record: serve (or hold) anyway,
+        # and try to record again at the next build.
+        logger.exception("Tenant %s: could not record the drift", tenant)
+        return
+    with _lock:
+        _drift_seen.update(new)
 
 
 def log_held(registry: EngineRegistry | None = None) -> int:

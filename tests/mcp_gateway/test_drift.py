@@ -289,3 +289,40 @@ def test_the_migration_stores_definitions_that_match_and_leaves_changed_unknown(
     assert drifting.approved_definition is None
     assert bookkeeping.state_of(drifting) == "held"
     assert not ExposureEvent.objects.filter(action="confirm").exists()
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_an_approval_through_the_command_is_served_at_once(
+    exposed, token, settings, era
+):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    drift(settings)
+    assert "test_drifting" not in tools(token, era)
+
+    out = StringIO()
+    call_command("mcp_approve", "acme", "--all", stdout=out)
+
+    assert out.getvalue() == "Approved 1 exposure of 'acme': test_drifting.\n"
+    assert tools(token, era)["test_drifting"] == NEW
+    event = ExposureEvent.objects.filter(action="approve").get()
+    assert (event.via, event.actor) == ("command", None)
+
+
+def test_a_drift_that_cannot_be_recorded_still_holds(exposed, token, settings):
+    from unittest import mock
+
+    from django.db import OperationalError
+
+    drift(settings)
+    with mock.patch.object(
+        bookkeeping, "record_drift", side_effect=OperationalError("down")
+    ):
+        assert "test_drifting" not in tools(token, "2025-11-25")
+
+    assert not ExposureEvent.objects.filter(action="drift").exists()
+    clear_cache()
+    tools(token, "2025-11-25")
+    assert ExposureEvent.objects.filter(action="drift").count() == 1

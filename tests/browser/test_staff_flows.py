@@ -20,7 +20,7 @@ from typing import Any
 import httpx2
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection
+from django.db import connection, connections
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -172,6 +172,10 @@ def browser_page(chromium: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[An
             yield page
         finally:
             browser.close()
+            # The test's ORM calls ran while Playwright's loop was running,
+            # on connections of that context: close them here, or the test
+            # database (PostgreSQL) cannot be dropped at the end.
+            connections.close_all()
 
 
 def bar_widths(page: Any) -> list[float]:

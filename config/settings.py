@@ -174,6 +174,9 @@ MCP_GATEWAY = {
     "BUS_DATABASE": env.str("MCP_BUS_DATABASE", default="default"),
     # Unset: no metrics kept, /metrics answers 404 (docs/operations.md).
     "METRICS_TOKEN": env.str("MCP_METRICS_TOKEN", default=""),
+    # "hold": a tool whose definition changed is not served until staff
+    # approve it again; "serve": served at once, flagged "changed".
+    "DRIFT_POLICY": env.str("MCP_DRIFT_POLICY", default="hold"),
 }
 
 # The management API (mcp_gateway.api) sets its own authentication,

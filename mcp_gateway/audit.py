@@ -65,6 +65,7 @@ def record_call(record: CallRecord, tenant: Tenant, principal: Principal) -> Non
         request_id=record.request_id,
         protocol_version=record.protocol_version,
         arguments=storable_json(record.arguments),
+        error_code=record.error_code,
     )
     try:
         _insert(call)

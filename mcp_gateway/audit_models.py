@@ -48,6 +48,15 @@ class ToolCall(models.Model):
         _("protocol version"), max_length=16, blank=True
     )
     arguments = models.JSONField(_("arguments"), null=True, blank=True)
+    error_code = models.CharField(
+        _("error code"),
+        max_length=64,
+        blank=True,
+        help_text=_(
+            "For a failed call: the tool error's code (EXECUTION_FAILED, "
+            "TIMEOUT, …) or the JSON-RPC error code (-32602, …)."
+        ),
+    )
     created_at = models.DateTimeField(_("time"), default=timezone.now, db_index=True)
 
     class Meta:
@@ -78,7 +87,8 @@ class ExposureEvent(models.Model):
         EXPOSE_ALL = "expose_all", _("expose all")
         UNEXPOSE = "unexpose", _("unexpose")
         CLEAR = "clear", _("clear")
-        CONFIRM = "confirm", _("confirm")
+        APPROVE = "approve", _("approve")
+        DRIFT = "drift", _("definition changed")
 
     class Via(models.TextChoices):
         ADMIN = "admin", _("admin")

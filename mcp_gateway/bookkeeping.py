@@ -19,13 +19,15 @@ from django.db.models import F
 from engines_app.errors import InvalidEngineError
 from engines_app.registry import EngineRegistry, default_registry, validate_engine
 from mcp_gateway import audit, bus
+from mcp_gateway.conf import DRIFT_SERVE, gateway_settings
 from mcp_gateway.errors import (
     DuplicateExposure,
     InvalidEngine,
+    NotExposed,
     ToolNameCollision,
     UnknownEngine,
 )
-from mcp_gateway.fingerprint import fingerprint
+from mcp_gateway.fingerprint import definition, fingerprint
 from mcp_gateway.models import Exposure, Tenant
 from mcp_gateway.naming import tool_name
 
@@ -34,13 +36,66 @@ VIA_CODE = "code"
 """Where a change came from: ``admin``, ``api``, ``command`` or ``code``."""
 
 
+LIVE, HELD, CHANGED, STALE = "live", "held", "changed", "stale"
+STATUSES = (LIVE, HELD, CHANGED, STALE)
+"""An exposure's status: served as approved; its engine's definition
+changed and it waits for approval (``DRIFT_POLICY`` "hold"); changed and
+served all the same ("serve"); its engine not installed."""
+
+
+def holds_drift() -> bool:
+    """Whether a changed tool waits for approval; anything but "serve" holds."""
+    return gateway_settings().DRIFT_POLICY != DRIFT_SERVE
+
+
 @dataclass(frozen=True)
 class ExposureState:
-    """An exposure as the admin shows it: live, stale or changed."""
+    """An exposure as staff see it: live, held, changed or stale."""
 
     exposure: Exposure
     stale: bool
     changed: bool
+    """The installed definition differs from the approved one."""
+    engine: Any = None
+
+    @property
+    def status(self) -> str:
+        if self.stale:
+            return STALE
+        if self.changed:
+            return HELD if holds_drift() else CHANGED
+        return LIVE
+
+    @property
+    def installed_definition(self) -> dict[str, Any] | None:
+        return None if self.engine is None else definition(self.engine)
+
+    def diff(self) -> list[tuple[str, Any, Any]]:
+        """(field, approved, installed) for each field that differs; the
+        approved side is ``None`` throughout when it is unknown."""
+        if not self.changed or self.engine is None:
+            return []
+        old = self.exposure.approved_definition or {}
+        new = definition(self.engine)
+        return [
+            (key, old.get(key), new.get(key))
+            for key in new
+            if not old or old.get(key) != new.get(key)
+        ]
+
+
+@dataclass(frozen=True)
+class Skipped:
+    engine_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ExposeAllResult:
+    """What ``expose_all`` exposed, and what it left out and why."""
+
+    exposed: list[Exposure]
+    skipped: list[Skipped]
 
 
 def expose(
@@ -88,18 +143,63 @@ def expose_all(
     by: Actor = None,
     registry: EngineRegistry | None = None,
     via: str = VIA_CODE,
-) -> list[Exposure]:
-    """Expose every installed engine not yet exposed; idempotent and atomic."""
+) -> ExposeAllResult:
+    """Expose every installed engine not yet exposed; idempotent and atomic.
+
+    An engine that cannot be exposed is skipped with the reason: it is
+    invalid, or its tool name is taken by an exposed engine, or another
+    engine not exposed yet derives the same name (staff choose one).
+    """
     registry = _or_default(registry)
     with transaction.atomic():
         _lock(tenant)
-        exposed = set(tenant.exposures.values_list("engine_id", flat=True))
-        new_ids = [engine.id for engine in registry if engine.id not in exposed]
-        if not new_ids:
-            return []
-        return expose_many(
-            tenant, new_ids, by=by, registry=registry, via=via, action="expose_all"
+        taken = dict(tenant.exposures.values_list("tool_name", "engine_id"))
+        exposed = set(taken.values())
+        candidates = [engine for engine in registry if engine.id not in exposed]
+        ids_by_name: dict[str, list[str]] = {}
+        for engine in candidates:
+            ids_by_name.setdefault(tool_name(engine.id), []).append(engine.id)
+        new_ids, skipped = [], []
+        for engine in candidates:
+            reason = _skip_reason(registry, engine.id, taken, ids_by_name)
+            if reason:
+                skipped.append(Skipped(engine.id, reason))
+            else:
+                new_ids.append(engine.id)
+        created = (
+            expose_many(
+                tenant, new_ids, by=by, registry=registry, via=via, action="expose_all"
+            )
+            if new_ids
+            else []
         )
+    return ExposeAllResult(created, skipped)
+
+
+def _skip_reason(
+    registry: EngineRegistry,
+    engine_id: str,
+    taken: dict[str, str],
+    ids_by_name: dict[str, list[str]],
+) -> str:
+    try:
+        _installed(registry, engine_id)
+    except InvalidEngine as exc:
+        return exc.message
+    name = tool_name(engine_id)
+    if name in taken:
+        return (
+            f"Engine {engine_id!r} derives the tool name {name!r}, which the "
+            f"exposed engine {taken[name]!r} already has."
+        )
+    others = [other for other in ids_by_name[name] if other != engine_id]
+    if others:
+        listed = ", ".join(repr(other) for other in others)
+        return (
+            f"Engine {engine_id!r} and {listed} both derive the tool name "
+            f"{name!r}; expose one of them by hand."
+        )
+    return ""
 
 
 def unexpose(
@@ -144,35 +244,75 @@ def reconcile(tenant: Tenant, registry: EngineRegistry | None = None) -> list[Ex
 def states(
     exposures: Iterable[Exposure], registry: EngineRegistry | None = None
 ) -> list[ExposureState]:
-    """Classify exposures as the admin shows them."""
+    """Classify exposures as staff see them: live, held, changed, stale."""
     registry = _or_default(registry)
     result = []
     for exposure in exposures:
         engine = registry.get(exposure.engine_id)
         changed = engine is not None and fingerprint(engine) != exposure.fingerprint
-        result.append(ExposureState(exposure, engine is None, changed))
+        result.append(ExposureState(exposure, engine is None, changed, engine))
     return result
 
 
-def confirm(
-    exposure: Exposure,
-    registry: EngineRegistry | None = None,
+def state_of(exposure: Exposure, registry: EngineRegistry | None = None) -> str:
+    return states([exposure], registry)[0].status
+
+
+def approve(
+    tenant: Tenant,
+    engine_ids: Sequence[str] | None = None,
     *,
     by: Actor = None,
+    registry: EngineRegistry | None = None,
     via: str = VIA_CODE,
-) -> Exposure:
-    """Record the installed definition as the confirmed one."""
-    engine = _installed(_or_default(registry), exposure.engine_id)
+) -> list[Exposure]:
+    """Approve the installed definition of exposed engines: the named ones
+    (each must be exposed and installed), or with ``None`` every changed one.
+
+    One transaction, one catalog version bump, one "approve" event; an
+    exposure whose definition did not change is approved again harmlessly.
+
+    Raises:
+        UnknownEngine, InvalidEngine, NotExposed.
+    """
+    registry = _or_default(registry)
     with transaction.atomic():
-        _lock(exposure.tenant)
-        exposure.fingerprint = fingerprint(engine)
-        exposure.engine_version = engine.version
-        exposure.save(update_fields=["fingerprint", "engine_version"])
-        _bump(exposure.tenant)
-        audit.record_change(
-            exposure.tenant, "confirm", [exposure.engine_id], by=by, via=via
+        _lock(tenant)
+        exposures = {e.engine_id: e for e in tenant.exposures.all()}
+        if engine_ids is None:
+            found = states(exposures.values(), registry)
+            chosen = [s.exposure for s in found if s.changed]
+        else:
+            chosen = []
+            for engine_id in dict.fromkeys(engine_ids):
+                if engine_id not in exposures:
+                    raise NotExposed(tenant.slug, engine_id)
+                chosen.append(exposures[engine_id])
+        if not chosen:
+            return []
+        for exposure in chosen:
+            engine = _installed(registry, exposure.engine_id)
+            exposure.fingerprint = fingerprint(engine)
+            exposure.engine_version = engine.version
+            exposure.approved_definition = definition(engine)
+        Exposure.objects.bulk_update(
+            chosen, ["fingerprint", "engine_version", "approved_definition"]
         )
-    return exposure
+        _bump(tenant)
+        audit.record_change(
+            tenant, "approve", [e.engine_id for e in chosen], by=by, via=via
+        )
+    return chosen
+
+
+def record_drift(tenant: Tenant, engine_ids: Sequence[str]) -> None:
+    """Record that this process found the definitions of ``engine_ids``
+    changed: one "drift" event, and a catalog version bump so listeners
+    learn that the tenant's tool list changed."""
+    with transaction.atomic():
+        _lock(tenant)
+        _bump(tenant)
+        audit.record_change(tenant, "drift", engine_ids, by=None, via=VIA_CODE)
 
 
 def restrict(exposure: Exposure, groups: Iterable[Group]) -> Exposure:
@@ -242,6 +382,7 @@ def _exposure(tenant: Tenant, engine: Any, name: str, by: Actor) -> Exposure:
         tool_name=name,
         fingerprint=fingerprint(engine),
         engine_version=engine.version,
+        approved_definition=definition(engine),
         exposed_by=audit.acting_user(by),
     )
 

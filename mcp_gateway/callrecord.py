@@ -55,6 +55,9 @@ class CallRecord:
     engine_version: str = ""
     arguments: Mapping[str, Any] | None = None
     outcome: str | None = None
+    error_code: str = ""
+    """A failed call's code: the tool error's (``EXECUTION_FAILED``) or the
+    JSON-RPC error's (``-32602``)."""
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
     charged: tuple[str, ...] = ()
@@ -69,9 +72,11 @@ class CallRecord:
         self.tool_name = storable(name)[:200] if isinstance(name, str) else ""
         self.started = time.monotonic()
 
-    def finish(self, outcome: str) -> None:
+    def finish(self, outcome: str, error_code: str = "") -> None:
         self.outcome = outcome
         self.finished = time.monotonic()
+        if error_code:
+            self.error_code = storable(error_code)[:64]
 
     @property
     def duration_ms(self) -> int:
@@ -87,6 +92,18 @@ def storable(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-8", "replace").decode("utf-8")
     return text
+
+
+def error_code_of(is_error: bool, first_text: str | None) -> str:
+    """The ``code`` of a tool error's JSON payload, or empty."""
+    if not is_error:
+        return ""
+    try:
+        payload = json.loads(first_text or "")
+    except ValueError:
+        return ""
+    code = payload.get("code") if isinstance(payload, dict) else None
+    return code if isinstance(code, str) else ""
 
 
 def outcome_of(is_error: bool, first_text: str | None) -> str:

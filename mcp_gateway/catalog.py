@@ -6,6 +6,14 @@ only has to bound how many versions it remembers. A catalog is built from one
 statement that reads the version together with the exposures, so it is a
 consistent snapshot and is cached under the version it actually holds, even
 when a change commits between the request's first read and this one.
+
+Drift: an exposure whose engine's installed definition differs from the one
+staff approved (its fingerprint) is held, neither listed nor callable, until
+staff approve it again; under ``DRIFT_POLICY = "serve"`` it is served with
+the new definition. Each process decides from its own engine code, so in a
+rolling deploy old workers keep serving while new ones hold. The first time
+a process finds an exposure drifted it records that through the bookkeeping
+service (one event, one catalog version bump).
 """
 
 from __future__ import annotations
@@ -20,12 +28,15 @@ from types import MappingProxyType
 from typing import Any
 
 import mcp_types as types
+from django.db import DatabaseError
 
 from engines_app.errors import InvalidEngineError
 from engines_app.registry import EngineRegistry, default_registry, validate_engine
-from mcp_gateway import metrics
+from mcp_gateway import bookkeeping, metrics
 from mcp_gateway.adapter import InvalidToolError, build_tool
-from mcp_gateway.models import Tenant
+from mcp_gateway.conf import DRIFT_SERVE, gateway_settings
+from mcp_gateway.fingerprint import fingerprint
+from mcp_gateway.models import Exposure, Tenant
 
 logger = logging.getLogger("mcp_gateway")
 
@@ -52,6 +63,11 @@ class Catalog:
     """The tenant's catalog version this catalog was built from."""
     encoded: dict[Any, bytes] = field(default_factory=dict, compare=False, repr=False)
     """Encoded ``tools/list`` results of this catalog, filled by the hot path."""
+    drifted: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    """(engine id, installed fingerprint) of exposures whose definition
+    differs from the approved one."""
+    held: bool = field(default=True, compare=False)
+    """Whether the drifted exposures were left out (policy "hold")."""
 
     def get(self, name: str) -> CatalogEntry | None:
         return self.entries.get(name)
@@ -106,6 +122,7 @@ def catalog_for(tenant: Tenant, registry: EngineRegistry | None = None) -> Catal
         return cached
     metrics.catalog_built(tenant.slug)
     catalog = build_catalog(tenant, default_registry)
+    _note_drift(tenant, catalog)
     with _lock:
         _cache[(tenant.pk, catalog.version, tenant.created_at)] = catalog
         while len(_cache) > CACHE_SIZE:
@@ -123,39 +140,133 @@ def clear_cache() -> None:
     """Forget every cached catalog (tests; a registry changed at run time)."""
     with _lock:
         _cache.clear()
+        _drift_seen.clear()
+
+
+_drift_seen: set[tuple[Any, str, str]] = set()
+"""(tenant pk, engine id, installed fingerprint) this process recorded."""
+_started = threading.Event()
+"""Set once this process logged its held exposures at its first build."""
+
+
+def _note_drift(tenant: Tenant, catalog: Catalog) -> None:
+    """Record, once per process, the exposures found newly drifted; log the
+    held exposures of every tenant when this process builds its first
+    catalog (system checks do not run under gunicorn or uvicorn)."""
+    if not _started.is_set():
+        _started.set()
+        log_held()
+    if not catalog.drifted:
+        return
+    new = [
+        (tenant.pk, engine_id, print_)
+        for engine_id, print_ in catalog.drifted
+        if (tenant.pk, engine_id, print_) not in _drift_seen
+    ]
+    if not new:
+        return
+    engine_ids = [engine_id for _pk, engine_id, _print in new]
+    held = catalog.held
+    logger.warning(
+        "Tenant %s: the definition of %s changed since staff approved it; %s.",
+        tenant,
+        ", ".join(repr(engine_id) for engine_id in engine_ids),
+        "held until approved" if held else "served as changed (DRIFT_POLICY serve)",
+    )
+    try:
+        bookkeeping.record_drift(tenant, engine_ids)
+    except DatabaseError:
+        # Holding does not depend on the record: serve (or hold) anyway,
+        # and try to record again at the next build.
+        logger.exception("Tenant %s: could not record the drift", tenant)
+        return
+    with _lock:
+        _drift_seen.update(new)
+
+
+def log_held(registry: EngineRegistry | None = None) -> int:
+    """Log each exposure whose definition changed since its approval, as a
+    warning; returns how many there are. One query."""
+    registry = default_registry if registry is None else registry
+    prints = {engine.id: _fingerprint(engine) for engine in registry}
+    rows = Exposure.objects.filter(engine_id__in=list(prints)).values_list(
+        "tenant__slug", "engine_id", "fingerprint"
+    )
+    drifted = [(slug, e) for slug, e, fp in rows if prints[e] not in (None, fp)]
+    verb = "held until staff approve it" if _holds() else "served as changed"
+    for slug, engine_id in drifted:
+        logger.warning(
+            "Tenant %s: engine %r changed since it was approved; %s "
+            "(python manage.py mcp_approve %s %s).",
+            slug,
+            engine_id,
+            verb,
+            slug,
+            engine_id,
+        )
+    return len(drifted)
+
+
+def _holds() -> bool:
+    return gateway_settings().DRIFT_POLICY != DRIFT_SERVE
+
+
+def _fingerprint(engine: Any) -> str | None:
+    try:
+        return fingerprint(engine)
+    except Exception:  # an engine too broken to hash is never served anyway
+        return None
 
 
 def build_catalog(tenant: Tenant, registry: EngineRegistry) -> Catalog:
     """Build the catalog from the tenant's exposures: exactly one query."""
     entries: dict[str, CatalogEntry] = {}
+    drifted: list[tuple[str, str]] = []
+    hold = _holds()
     version, exposed = _exposed(tenant)
-    for engine_id, groups in exposed.items():
+    for engine_id, (approved, groups) in exposed.items():
         entry = _entry(tenant, registry, engine_id, groups)
-        if entry is not None and _is_new(tenant, entries, entry):
+        if entry is None:
+            continue
+        installed = fingerprint(entry.engine)
+        if installed != approved:
+            drifted.append((engine_id, installed))
+            if hold:
+                continue  # held: answered as an unknown tool until approved
+        if _is_new(tenant, entries, entry):
             entries[entry.tool.name] = entry
     ordered = {name: entries[name] for name in sorted(entries)}
-    return Catalog(MappingProxyType(ordered), version)
+    return Catalog(
+        MappingProxyType(ordered), version, drifted=tuple(drifted), held=hold
+    )
 
 
-def _exposed(tenant: Tenant) -> tuple[int, dict[str, frozenset[str]]]:
-    """The catalog version, and engine id → names of the groups it is
-    restricted to: one statement, so both come from one snapshot."""
+def _exposed(tenant: Tenant) -> tuple[int, dict[str, tuple[str, frozenset[str]]]]:
+    """The catalog version, and engine id → (approved fingerprint, names of
+    the groups it is restricted to): one statement, so all come from one
+    snapshot."""
     rows = list(
         Tenant.objects.filter(pk=tenant.pk)
         .order_by("exposures__engine_id")
         .values_list(
-            "catalog_version", "exposures__engine_id", "exposures__groups__name"
+            "catalog_version",
+            "exposures__engine_id",
+            "exposures__fingerprint",
+            "exposures__groups__name",
         )
     )
     version = rows[0][0] if rows else tenant.catalog_version
-    exposed: dict[str, set[str]] = {}
-    for _, engine_id, group in rows:
+    exposed: dict[str, tuple[str, set[str]]] = {}
+    for _, engine_id, approved, group in rows:
         if engine_id is None:
             continue  # no exposure at all: the one row only carries the version
-        names = exposed.setdefault(engine_id, set())
+        _approved, names = exposed.setdefault(engine_id, (approved, set()))
         if group is not None:
             names.add(group)
-    return version, {engine_id: frozenset(n) for engine_id, n in exposed.items()}
+    return version, {
+        engine_id: (approved, frozenset(names))
+        for engine_id, (approved, names) in exposed.items()
+    }
 
 
 def _entry(

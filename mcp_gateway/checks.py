@@ -16,6 +16,7 @@ from mcp_gateway import metrics
 from mcp_gateway.conf import (
     AUTH_DISABLED,
     AUTH_REQUIRED,
+    DRIFT_POLICIES,
     gateway_settings,
     unknown_keys,
 )
@@ -59,6 +60,15 @@ def check_settings(
                 f"MCP_GATEWAY['AUTH_MODE'] is {gateway_settings().AUTH_MODE!r}.",
                 hint=f"Use {AUTH_REQUIRED!r} or {AUTH_DISABLED!r}.",
                 id="mcp_gateway.E002",
+            )
+        )
+    policy = gateway_settings().DRIFT_POLICY
+    if policy not in DRIFT_POLICIES:
+        errors.append(
+            checks.Error(
+                f"MCP_GATEWAY['DRIFT_POLICY'] is {policy!r}.",
+                hint="Use 'hold' (a changed tool waits for approval) or 'serve'.",
+                id="mcp_gateway.E006",
             )
         )
     return errors

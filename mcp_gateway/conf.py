@@ -13,6 +13,9 @@ from django.dispatch import receiver
 SETTING_NAME = "MCP_GATEWAY"
 AUTH_REQUIRED = "required"
 AUTH_DISABLED = "dangerously-disabled-for-development"
+DRIFT_HOLD = "hold"
+DRIFT_SERVE = "serve"
+DRIFT_POLICIES = (DRIFT_HOLD, DRIFT_SERVE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +48,7 @@ class GatewaySettings:
     BUS: str = "auto"
     BUS_DATABASE: str = "default"
     METRICS_TOKEN: str = ""
+    DRIFT_POLICY: str = DRIFT_HOLD
 
 
 def user_settings() -> dict[str, Any]:

@@ -47,3 +47,11 @@ class ToolNameCollision(BookkeepingError):
             f"Engines {engine_id!r} and {other_engine_id!r} both derive the tool "
             f"name {tool!r}; only one of them can be exposed to a tenant."
         )
+
+
+class NotExposed(BookkeepingError):
+    code = "not_exposed"
+
+    def __init__(self, tenant: str, engine_id: str) -> None:
+        self.engine_id = engine_id
+        super().__init__(f"Engine {engine_id!r} is not exposed to tenant {tenant!r}.")

@@ -99,9 +99,17 @@ class EngineChoiceField(forms.ChoiceField):
 
 
 class ExposureForm(forms.ModelForm[Exposure]):
-    """Choose a tenant and one of the engines it does not expose yet."""
+    """Choose a tenant and one of the engines it does not expose yet.
 
-    engine_id = EngineChoiceField(label=_("engine"))
+    The engine list starts blank, so a browser never preselects an engine
+    staff did not pick; choosing another tenant reloads the page with that
+    tenant's choices (``exposure_form.js``).
+    """
+
+    engine_id = EngineChoiceField(label=_("Engine"))
+
+    class Media:
+        js = ["admin/js/jquery.init.js", "mcp_gateway/exposure_form.js"]
 
     class Meta:
         model = Exposure
@@ -110,7 +118,30 @@ class ExposureForm(forms.ModelForm[Exposure]):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         field = cast("forms.ChoiceField", self.fields["engine_id"])
-        field.choices = engine_choices(self.chosen_tenant())
+        field.choices = [("", "---------"), *engine_choices(self.chosen_tenant())]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        tenant, engine_id = data.get("tenant"), data.get("engine_id")
+        if (
+            isinstance(tenant, Tenant)
+            and engine_id
+            and tenant.exposures.filter(engine_id=engine_id).exists()
+        ):
+            self.add_error(
+                "engine_id",
+                ValidationError(
+                    _(
+                        "Engine %(engine)s is already exposed to %(tenant)s; "
+                        "choose another."
+                    ),
+                    params={"engine": engine_id, "tenant": tenant},
+                ),
+            )
+        return data
+
+    def validate_unique(self) -> None:
+        """The bookkeeping service and ``clean`` judge duplicates."""
 
     def chosen_tenant(self) -> Tenant | None:
         """The tenant posted, or the one preselected by ``?tenant=<pk>``."""

@@ -199,7 +199,7 @@ def _called(
     scope: CallScope,
     result: types.CallToolResult | types.InputRequiredResult,
 ) -> Outcome:
-    protocol.finish(scope, protocol.result_outcome(result))
+    protocol.finish_result(scope, result)
     try:
         if not isinstance(result, types.CallToolResult):
             raise TypeError("An input request needs the SDK path.")  # never: no ask

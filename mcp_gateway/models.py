@@ -129,7 +129,17 @@ class Exposure(models.Model):
     tool_name = models.CharField(_("tool name"), max_length=64, editable=False)
     fingerprint = models.CharField(_("fingerprint"), max_length=64, editable=False)
     engine_version = models.CharField(
-        _("engine version"), max_length=64, editable=False
+        _("approved version"), max_length=64, editable=False
+    )
+    approved_definition = models.JSONField(
+        _("approved definition"),
+        null=True,
+        blank=True,
+        editable=False,
+        help_text=_(
+            "The tool definition staff approved (name, title, description, "
+            "schemas, hints); empty: unknown (approved before it was stored)."
+        ),
     )
     exposed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -169,7 +179,17 @@ class Exposure(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.tenant_id}:{self.tool_name}"
+        return f"{self.tool_name} ({self.engine_id})"
+
+
+class InstalledEngine(Exposure):
+    """The admin's Engines page: installed engines, not rows of a table."""
+
+    class Meta:
+        proxy = True
+        verbose_name = _("installed engine")
+        verbose_name_plural = _("installed engines")
+        default_permissions = ()
 
 
 class Membership(models.Model):
@@ -244,8 +264,9 @@ class ApiToken(models.Model):
 
     class Meta:
         ordering = ["tenant", "-created_at"]
-        verbose_name = _("API token")
-        verbose_name_plural = _("API tokens")
+        # "MCP", so staff tell them from the REST API's keys (DRF's tokens).
+        verbose_name = _("MCP token")
+        verbose_name_plural = _("MCP tokens")
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user})"

@@ -63,6 +63,7 @@ class TokenRoute:
 
 TENANT = "tenants/{slug}/"
 API_ROUTES: tuple[ApiRoute, ...] = (
+    ApiRoute("GET", "", "root", STAFF, "lists the routes; links the schema and docs"),
     ApiRoute("GET", "schema/", "schema", STAFF),
     ApiRoute("GET", "docs/", "docs", STAFF),
     ApiRoute(
@@ -109,6 +110,20 @@ API_ROUTES: tuple[ApiRoute, ...] = (
         "exposure",
         write("delete_exposure"),
     ),
+    ApiRoute(
+        "POST",
+        f"{TENANT}exposures/{{engine_id}}/approve/",
+        "approve",
+        write("change_exposure"),
+        "approves the installed definition: a held tool is served again",
+    ),
+    ApiRoute(
+        "GET",
+        f"{TENANT}exposure-events/",
+        "exposure-events",
+        read("exposureevent"),
+        "expose, unexpose, approve, clear and drift events",
+    ),
     ApiRoute("GET", f"{TENANT}tokens/", "tokens", read("apitoken")),
     ApiRoute(
         "POST",
@@ -133,18 +148,21 @@ ADMIN_ACTIONS: tuple[AdminAction, ...] = (
     AdminAction("tenant", "unexpose_all", "Unexpose all", write("delete_exposure")),
     AdminAction(
         "tenant",
-        "confirm_changed",
-        "Re-confirm changed exposures",
+        "approve_changes",
+        "Approve changed tools",
         write("change_exposure"),
+        "asks for confirmation, listing every change",
     ),
     AdminAction(
         "tenant", "delete_selected", "Delete selected tenants", write("delete_tenant")
     ),
     AdminAction(
         "exposure",
-        "confirm_selected",
-        "Re-confirm selected changed exposures",
+        "approve_selected",
+        "Approve changes of selected exposures",
         write("change_exposure"),
+        "asks for confirmation, listing every change; so does the exposure "
+        "page's “Approve changes” button, which needs the same",
     ),
     AdminAction(
         "exposure",
@@ -164,11 +182,12 @@ ADMIN_ACTIONS: tuple[AdminAction, ...] = (
         "revoke_selected",
         "Revoke selected tokens",
         write("change_apitoken"),
+        "so does the token page's “Revoke this token” button, which needs the same",
     ),
     AdminAction(
         "apitoken",
         "delete_selected",
-        "Delete selected API tokens",
+        "Delete selected MCP tokens",
         write("delete_apitoken"),
     ),
 )

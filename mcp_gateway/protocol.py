@@ -164,6 +164,8 @@ async def _answer(message: dict[str, Any], scope: CallScope) -> Outcome:
         result = await _dispatch(route, request_id, method, params, headers, scope)
     except Exception as exc:
         error = error_data(exc)
+        if scope.record is not None and not scope.record.error_code:
+            scope.record.error_code = str(error.code)
         return error_outcome(request_id, error, _status(route, error))
     return Outcome(200, {"jsonrpc": "2.0", "id": request_id, "result": result}, {})
 
@@ -398,7 +400,7 @@ async def _call_tool(
     except asyncio.CancelledError:
         finish(scope, callrecord.CANCELLED)
         raise
-    finish(scope, result_outcome(result))
+    finish_result(scope, result)
     return result
 
 
@@ -434,10 +436,10 @@ def admit_call(
     if verdict.allowed:
         return quotas.admit(request_id, scope)  # call quotas, after the limits
     if verdict.unavailable:
-        finish(scope, callrecord.FAILED)
+        finish(scope, callrecord.FAILED, "-32000")
         error = types.ErrorData(code=-32000, message="Service unavailable.")
         return error_outcome(request_id, error, 503)
-    finish(scope, callrecord.RATE_LIMITED)
+    finish(scope, callrecord.RATE_LIMITED, "-32000")
     error = types.ErrorData(
         code=-32000,
         message="Rate limit exceeded; retry later.",
@@ -458,9 +460,23 @@ def note_engine(
     record.arguments = audit.arguments_to_keep(scope.tenant, arguments)
 
 
-def finish(scope: CallScope, outcome: str) -> None:
+def finish(scope: CallScope, outcome: str, error_code: str = "") -> None:
     if scope.record is not None:
-        scope.record.finish(outcome)
+        scope.record.finish(outcome, error_code)
+
+
+def finish_result(
+    scope: CallScope, result: types.CallToolResult | types.InputRequiredResult
+) -> None:
+    """Note a tool's result: its outcome and, for a tool error, its code."""
+    if scope.record is None:
+        return
+    code = ""
+    if isinstance(result, types.CallToolResult) and result.is_error:
+        first = result.content[0] if result.content else None
+        text = first.text if isinstance(first, types.TextContent) else None
+        code = callrecord.error_code_of(True, text)
+    scope.record.finish(result_outcome(result), code)
 
 
 def result_outcome(result: types.CallToolResult | types.InputRequiredResult) -> str:

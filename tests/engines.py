@@ -42,3 +42,30 @@ class Probe(Engine):
 
 
 PROBES = (Probe,)
+
+
+class Drifting:
+    """An engine whose description comes from the setting
+    ``MCPGW_DRIFTING_DESCRIPTION``: changing it changes the tool's definition,
+    as a deploy of new engine code would."""
+
+    id = "test.drifting"
+    name = "Drifting"
+    version = "1.0.0"
+    input_schema = {
+        "type": "object",
+        "properties": {"text": {"type": "string"}},
+        "additionalProperties": False,
+    }
+
+    @property
+    def description(self) -> str:
+        from django.conf import settings
+
+        return str(getattr(settings, "MCPGW_DRIFTING_DESCRIPTION", "Count words."))
+
+    def execute(self, context: EngineContext) -> Any:
+        return {"words": len(str(context.request.input.get("text", "")).split())}
+
+
+DRIFTING = (Drifting,)

@@ -9,15 +9,21 @@ from pathlib import Path
 from config.settings import *  # noqa: F403
 from config.settings import MCP_GATEWAY
 
+MCP_GATEWAY_ENGINES = [
+    "demo.basic.ENGINES",
+    "demo.conformance.ENGINES",
+    "demo.notes.ENGINES",
+    "tests.engines.COLLIDING",
+    "tests.engines.PROBES",
+    "tests.streaming_engines.ENGINES",
+]
 MCP_GATEWAY = {
     **MCP_GATEWAY,
+    # A live server started with MCPGW_TEST_DRIFTING set also serves
+    # tests.engines.Drifting, whose description is that variable's value.
     "ENGINES": [
-        "demo.basic.ENGINES",
-        "demo.conformance.ENGINES",
-        "demo.notes.ENGINES",
-        "tests.engines.COLLIDING",
-        "tests.engines.PROBES",
-        "tests.streaming_engines.ENGINES",
+        *MCP_GATEWAY_ENGINES,
+        *(["tests.engines.DRIFTING"] if os.environ.get("MCPGW_TEST_DRIFTING") else []),
     ],
     "PUBLIC_BASE_URL": os.environ.get(
         "MCPGW_TEST_PUBLIC_BASE_URL", "http://testserver"
@@ -29,6 +35,7 @@ MCP_GATEWAY = {
     )
     == "1",
 }
+MCPGW_DRIFTING_DESCRIPTION = os.environ.get("MCPGW_TEST_DRIFTING", "Count words.")
 ALLOWED_HOSTS = ["localhost", "127.0.0.1", "[::1]"]
 if os.environ.get("MCPGW_TEST_LOOPBACK_ONLY") != "1":
     ALLOWED_HOSTS.append("testserver")  # Django's test client

@@ -6,16 +6,20 @@ from collections import defaultdict
 from typing import Any
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.forms import ModelForm
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import reverse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
-from mcp_gateway import bookkeeping
+from mcp_gateway import bookkeeping, permissions
+from mcp_gateway.admin import approvals
 from mcp_gateway.admin.permissions import ActionPermissions
-from mcp_gateway.admin.status import StatusFilter, status_html
+from mcp_gateway.admin.status import StatusFilter, diff_html, status_html
 from mcp_gateway.errors import BookkeepingError
 from mcp_gateway.forms import ExposureForm
 from mcp_gateway.models import Exposure, Tenant
@@ -28,6 +32,7 @@ class ExposureAdmin(ActionPermissions, admin.ModelAdmin[Exposure]):
         "engine_id",
         "tenant",
         "engine_version",
+        "installed_version",
         "status",
         "exposed_by",
         "created_at",
@@ -37,7 +42,7 @@ class ExposureAdmin(ActionPermissions, admin.ModelAdmin[Exposure]):
     list_select_related = ["tenant", "exposed_by"]
     autocomplete_fields = ["tenant"]
     filter_horizontal = ["groups"]
-    actions = ["confirm_selected"]
+    actions = ["approve_selected"]
     add_fields = ["tenant", "engine_id"]
     view_fields = [
         "tenant",
@@ -45,14 +50,60 @@ class ExposureAdmin(ActionPermissions, admin.ModelAdmin[Exposure]):
         "tool_name",
         "status",
         "engine_version",
+        "installed_version",
         "fingerprint",
+        "changes",
         "exposed_by",
         "created_at",
     ]
 
-    @admin.display(description=_("status"))
+    class Media:
+        css = {"all": ["mcp_gateway/admin.css"]}
+
+    @admin.display(description=_("Status"))
     def status(self, obj: Exposure) -> SafeString:
         return status_html(obj)
+
+    @admin.display(description=_("Installed version"))
+    def installed_version(self, obj: Exposure) -> str:
+        engine = bookkeeping.states([obj])[0].engine
+        return "-" if engine is None else str(engine.version)
+
+    @admin.display(description=_("Changes since approval"))
+    def changes(self, obj: Exposure) -> SafeString:
+        state = bookkeeping.states([obj])[0]
+        if not state.changed:
+            return format_html("{}", _("None: the installed definition is approved."))
+        url = reverse("admin:mcp_gateway_exposure_approve", args=[obj.pk])
+        return format_html(
+            '{}<p><a class="button" href="{}">{}</a></p>',
+            diff_html(state),
+            url,
+            _("Approve changes"),
+        )
+
+    def get_urls(self) -> list[URLPattern]:
+        approve = path(
+            "<int:pk>/approve/",
+            self.admin_site.admin_view(self.approve_view),
+            name="mcp_gateway_exposure_approve",
+        )
+        return [approve, *super().get_urls()]
+
+    def approve_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        """The exposure page's "Approve changes": the diff, then approval."""
+        needs = permissions.admin_action("exposure", "approve_selected").needs
+        if not permissions.allows(request.user, needs):
+            raise PermissionDenied
+        exposure = get_object_or_404(Exposure.objects.select_related("tenant"), pk=pk)
+        page = reverse("admin:mcp_gateway_exposure_change", args=[pk])
+        found = approvals.changed([exposure])
+        if approvals.is_confirmed(request):
+            approvals.approve(self, request, found)
+            return HttpResponseRedirect(page)
+        if request.method not in ("GET", "HEAD"):
+            raise Http404
+        return approvals.confirmation(self, request, found, cancel_url=page)
 
     def get_fields(self, request: HttpRequest, obj: Exposure | None = None) -> Any:
         return [*self.view_fields, "groups"] if obj else self.add_fields
@@ -102,7 +153,20 @@ class ExposureAdmin(ActionPermissions, admin.ModelAdmin[Exposure]):
         if change:
             bookkeeping.restrict(form.instance, form.cleaned_data["groups"])
 
+    def response_delete(
+        self, request: HttpRequest, obj_display: str, obj_id: Any
+    ) -> HttpResponse:
+        """Back to the tenant whose tool was unexposed."""
+        response = super().response_delete(request, obj_display, obj_id)
+        tenant = getattr(request, "_mcp_unexposed_from", None)
+        if tenant is not None and isinstance(response, HttpResponseRedirect):
+            return HttpResponseRedirect(
+                reverse("admin:mcp_gateway_tenant_change", args=[tenant])
+            )
+        return response
+
     def delete_model(self, request: HttpRequest, obj: Exposure) -> None:
+        request._mcp_unexposed_from = obj.tenant_id  # type: ignore[attr-defined]
         bookkeeping.unexpose(obj.tenant, obj.engine_id, by=request.user, via="admin")
 
     def delete_queryset(
@@ -115,22 +179,20 @@ class ExposureAdmin(ActionPermissions, admin.ModelAdmin[Exposure]):
             bookkeeping.unexpose_many(tenant, engine_ids, by=request.user, via="admin")
 
     @admin.action(
-        description=_("Re-confirm selected changed exposures"),
+        description=_("Approve changes of selected exposures"),
         permissions=["change_exposure"],
     )
-    def confirm_selected(
+    def approve_selected(
         self, request: HttpRequest, queryset: QuerySet[Exposure]
-    ) -> None:
-        states = bookkeeping.states(queryset.select_related("tenant"))
-        for state in states:
-            if not state.changed:
-                continue
-            try:
-                bookkeeping.confirm(state.exposure, by=request.user, via="admin")
-            except BookkeepingError as exc:
-                self.message_user(request, exc.message, messages.ERROR)
-        count = sum(state.changed for state in states)
-        self.message_user(request, f"Re-confirmed {count} changed exposure(s).")
+    ) -> HttpResponse | None:
+        return approvals.run_action(
+            self,
+            request,
+            queryset.select_related("tenant"),
+            action="approve_selected",
+            selected=queryset.values_list("pk", flat=True),
+            cancel_url=reverse("admin:mcp_gateway_exposure_changelist"),
+        )
 
 
 def _add_url(tenant: str | None) -> str:

@@ -8,21 +8,23 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db.models import Count, QuerySet
-from django.http import HttpRequest
+from django.db.models import Count, Q, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from engines_app.registry import default_registry
-from mcp_gateway import bookkeeping, quotas
+from mcp_gateway import bookkeeping, permissions, quotas
+from mcp_gateway.admin import approvals
 from mcp_gateway.admin.authorization import AuthorizationServerInline
 from mcp_gateway.admin.calls_chart import calls_per_tool, chart_html
 from mcp_gateway.admin.permissions import ActionPermissions
-from mcp_gateway.admin.status import status_html
+from mcp_gateway.admin.status import changed_q, status_html
 from mcp_gateway.admin.users import UserFieldMixin
-from mcp_gateway.audit_models import Outcome, ToolCall
+from mcp_gateway.audit_models import ExposureEvent, Outcome, ToolCall
 from mcp_gateway.errors import BookkeepingError
 from mcp_gateway.forms import TenantForm
 from mcp_gateway.models import AuthorizationServer, Exposure, Membership, Tenant
@@ -37,11 +39,6 @@ HINT_LABELS = {
     "idempotent": _("idempotent"),
     "open_world": _("open world"),
 }
-COPY_SCRIPT = (
-    "const f = document.getElementById('mcp-url'); f.select();"
-    " navigator.clipboard ? navigator.clipboard.writeText(f.value)"
-    " : document.execCommand('copy');"
-)
 
 
 def _urls(servers: list[AuthorizationServer]) -> list[str]:
@@ -130,11 +127,11 @@ class ExposureInline(admin.TabularInline[Exposure, Tenant]):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    @admin.display(description=_("status"))
+    @admin.display(description=_("Status"))
     def status(self, obj: Exposure) -> SafeString:
         return status_html(obj)
 
-    @admin.display(description=_("hints"))
+    @admin.display(description=_("Hints"))
     def hints(self, obj: Exposure) -> str:
         return hint_labels(default_registry.get(obj.engine_id))
 
@@ -147,6 +144,7 @@ class TenantAdmin(ActionPermissions, admin.ModelAdmin[Tenant]):
         "name",
         "is_active",
         "exposure_count",
+        "needs_attention",
         "catalog_version",
         "created_at",
     ]
@@ -154,16 +152,114 @@ class TenantAdmin(ActionPermissions, admin.ModelAdmin[Tenant]):
     search_fields = ["slug", "name"]
     readonly_fields = [
         "mcp_url",
+        "tool_status",
         "catalog_version",
         "expose_link",
+        "related_links",
         "calls_chart",
         "quota_usage",
     ]
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": [
+                    "mcp_url",
+                    "tool_status",
+                    "calls_chart",
+                    "expose_link",
+                    "related_links",
+                ]
+            },
+        ),
+        (_("Tenant"), {"fields": ["slug", "name", "is_active", "allowed_origins"]}),
+        (
+            _("Rate limits"),
+            {
+                "fields": [
+                    "calls_per_minute",
+                    "burst",
+                    "token_calls_per_minute",
+                    "token_burst",
+                ]
+            },
+        ),
+        (
+            _("Quotas"),
+            {
+                "fields": [
+                    "quota_usage",
+                    "calls_per_day",
+                    "calls_per_month",
+                    "token_calls_per_day",
+                    "token_calls_per_month",
+                ]
+            },
+        ),
+        (
+            _("Audit and engines"),
+            {
+                "classes": ["collapse"],
+                "fields": [
+                    "audit_arguments",
+                    "audit_redacted_keys",
+                    "engine_config",
+                    "catalog_version",
+                ],
+            },
+        ),
+    ]
+    add_fieldsets = [
+        (None, {"fields": ["slug", "name", "is_active", "allowed_origins"]}),
+    ]
     inlines = [MembershipInline, ExposureInline, AuthorizationServerInline]
-    actions = ["expose_all", "unexpose_all", "confirm_changed"]
+    actions = ["expose_all", "unexpose_all", "approve_changes"]
+
+    class Media:
+        css = {"all": ["mcp_gateway/admin.css"]}
+        js = ["mcp_gateway/admin.js"]
+
+    def history_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        """Django's history of the tenant's settings, and first its
+        exposure events (expose, unexpose, approve, clear, drift)."""
+        context = dict(extra_context or {})
+        if object_id.isdigit() and permissions.allows(
+            request.user, permissions.read("exposureevent")
+        ):
+            events = ExposureEvent.objects.filter(tenant_id=int(object_id))
+            context["exposure_events"] = list(
+                events.order_by("-created_at", "-pk")[:50]
+            )
+            context["more_events_url"] = (
+                f"{reverse('admin:mcp_gateway_exposureevent_changelist')}"
+                f"?tenant__id__exact={object_id}"
+            )
+        return super().history_view(request, object_id, context)
+
+    def get_fieldsets(self, request: HttpRequest, obj: Tenant | None = None) -> Any:
+        return self.fieldsets if obj is not None else self.add_fieldsets
+
+    def get_inlines(self, request: HttpRequest, obj: Tenant | None = None) -> Any:
+        return self.inlines if obj is not None else []
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Tenant]:
-        return super().get_queryset(request).annotate(_exposures=Count("exposures"))
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                _exposures=Count("exposures"),
+                _drifted=Count("exposures", filter=changed_q("exposures__")),
+                _stale=Count(
+                    "exposures",
+                    filter=~Q(exposures__engine_id__in=default_registry.ids()),
+                ),
+            )
+        )
 
     def get_readonly_fields(
         self, request: HttpRequest, obj: Tenant | None = None
@@ -192,36 +288,101 @@ class TenantAdmin(ActionPermissions, admin.ModelAdmin[Tenant]):
             logger.warning("Authorization server host %s does not resolve.", host)
             self.message_user(request, message, messages.WARNING)
 
-    @admin.display(description=_("exposures"), ordering="_exposures")
+    @admin.display(description=_("Exposures"), ordering="_exposures")
     def exposure_count(self, obj: Tenant) -> int:
         return int(getattr(obj, "_exposures", 0))
+
+    @admin.display(description=_("Held or stale"))
+    def needs_attention(self, obj: Tenant) -> str:
+        drift = _("held") if bookkeeping.holds_drift() else _("changed")
+        found = [
+            (int(getattr(obj, "_drifted", 0)), drift),
+            (int(getattr(obj, "_stale", 0)), _("stale")),
+        ]
+        return ", ".join(f"{n} {label}" for n, label in found if n) or "-"
 
     @admin.display(description=_("MCP URL"))
     def mcp_url(self, obj: Tenant) -> str:
         if obj.pk is None:
             return "-"
         return format_html(
-            '<input type="text" readonly class="vTextField" id="mcp-url" value="{}">'
-            ' <button type="button" class="button" onclick="{}">{}</button>',
+            '<span class="mcp-url"><input type="text" readonly class="vTextField" '
+            'id="mcp-url" value="{}" aria-label="{}">'
+            '<button type="button" class="button" data-mcp-copy="mcp-url" '
+            'data-mcp-copied="{}">{}</button>'
+            '<span id="mcp-url-copied" class="mcp-copied" role="status" '
+            'aria-live="polite"></span></span>',
             resource_url(obj.slug),
-            COPY_SCRIPT,
+            _("MCP URL"),
+            _("Copied"),
             _("Copy"),
         )
 
-    @admin.display(description=_("expose"))
+    @admin.display(description=_("Tools"))
+    def tool_status(self, obj: Tenant) -> str:
+        if obj.pk is None:
+            return "-"
+        found = bookkeeping.states(obj.exposures.all())
+        counts = {s: sum(st.status == s for st in found) for s in bookkeeping.STATUSES}
+        served = counts[bookkeeping.LIVE] + counts[bookkeeping.CHANGED]
+        items = [
+            (_("served"), served),
+            (_("held"), counts[bookkeeping.HELD]),
+            (_("stale"), counts[bookkeeping.STALE]),
+        ]
+        if counts[bookkeeping.CHANGED]:
+            items.append((_("served though changed"), counts[bookkeeping.CHANGED]))
+        status = (
+            ""
+            if obj.is_active
+            else format_html(
+                "<li><strong>{}</strong></li>", _("Disabled: every request is refused.")
+            )
+        )
+        return format_html(
+            '<ul class="mcp-summary" aria-label="{}">{}{}</ul>',
+            _("Tools"),
+            status,
+            format_html_join("", "<li>{}: <strong>{}</strong></li>", items),
+        )
+
+    @admin.display(description=_("Expose"))
     def expose_link(self, obj: Tenant) -> str:
         if obj.pk is None:
             return "-"
         url = f"{reverse('admin:mcp_gateway_exposure_add')}?tenant={obj.pk}"
         return format_html('<a href="{}">{}</a>', url, _("Expose an engine"))
 
-    @admin.display(description=_("calls per tool, last 24 hours"))
+    @admin.display(description=_("See also"))
+    def related_links(self, obj: Tenant) -> str:
+        if obj.pk is None:
+            return "-"
+        links = [
+            (
+                f"{reverse('admin:mcp_gateway_apitoken_changelist')}"
+                f"?tenant__id__exact={obj.pk}",
+                _("Tokens"),
+            ),
+            (
+                f"{reverse('admin:mcp_gateway_toolcall_changelist')}"
+                f"?tenant__id__exact={obj.pk}",
+                _("Tool calls"),
+            ),
+            (
+                f"{reverse('admin:mcp_gateway_exposureevent_changelist')}"
+                f"?tenant__id__exact={obj.pk}",
+                _("Exposure history"),
+            ),
+        ]
+        return format_html_join(" · ", '<a href="{}">{}</a>', links)
+
+    @admin.display(description=_("Calls per tool, last 24 hours"))
     def calls_chart(self, obj: Tenant) -> str:
         if obj.pk is None:
             return "-"
-        return chart_html(calls_per_tool(obj))
+        return chart_html(calls_per_tool(obj), tenant=obj)
 
-    @admin.display(description=_("usage against quota"))
+    @admin.display(description=_("Usage against quota"))
     def quota_usage(self, obj: Tenant) -> str:
         if obj.pk is None:
             return "-"
@@ -232,31 +393,73 @@ class TenantAdmin(ActionPermissions, admin.ModelAdmin[Tenant]):
     )
     def expose_all(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
         def run(tenant: Tenant) -> str:
-            created = bookkeeping.expose_all(tenant, by=request.user, via="admin")
-            return f"{tenant}: exposed {len(created)} new engine(s)."
+            result = bookkeeping.expose_all(tenant, by=request.user, via="admin")
+            for skip in result.skipped:
+                self.message_user(
+                    request,
+                    _("%(tenant)s: skipped %(engine)s: %(reason)s")
+                    % {
+                        "tenant": tenant,
+                        "engine": skip.engine_id,
+                        "reason": skip.reason,
+                    },
+                    messages.WARNING,
+                )
+            if not result.exposed:
+                return _("%(tenant)s: exposed nothing new.") % {"tenant": tenant}
+            names = ", ".join(e.tool_name for e in result.exposed)
+            return _("%(tenant)s: exposed %(n)s engine(s): %(names)s.") % {
+                "tenant": tenant,
+                "n": len(result.exposed),
+                "names": names,
+            }
 
         self._each(request, queryset, run)
 
     @admin.action(description=_("Unexpose all"), permissions=["delete_exposure"])
-    def unexpose_all(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
+    def unexpose_all(
+        self, request: HttpRequest, queryset: QuerySet[Tenant]
+    ) -> HttpResponse | None:
+        """Asks first, as Django's delete does, listing what goes."""
+        if not approvals.is_confirmed(request):
+            tenants = list(queryset.prefetch_related("exposures"))
+            context = {
+                **self.admin_site.each_context(request),
+                "title": _("Unexpose every tool?"),
+                "opts": self.opts,
+                "tenants": tenants,
+                "selected": [str(t.pk) for t in tenants],
+                "action": "unexpose_all",
+                "cancel_url": reverse("admin:mcp_gateway_tenant_changelist"),
+            }
+            return TemplateResponse(
+                request, "admin/mcp_gateway/tenant/unexpose_all.html", context
+            )
+
         def run(tenant: Tenant) -> str:
             removed = bookkeeping.clear(tenant, by=request.user, via="admin")
             return f"{tenant}: unexposed {removed} engine(s)."
 
         self._each(request, queryset, run)
+        return None
 
     @admin.action(
-        description=_("Re-confirm changed exposures"), permissions=["change_exposure"]
+        description=_("Approve changed tools"), permissions=["change_exposure"]
     )
-    def confirm_changed(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
-        def run(tenant: Tenant) -> str:
-            states = bookkeeping.states(tenant.exposures.all())
-            changed = [state.exposure for state in states if state.changed]
-            for exposure in changed:
-                bookkeeping.confirm(exposure, by=request.user, via="admin")
-            return f"{tenant}: re-confirmed {len(changed)} exposure(s)."
-
-        self._each(request, queryset, run)
+    def approve_changes(
+        self, request: HttpRequest, queryset: QuerySet[Tenant]
+    ) -> HttpResponse | None:
+        exposures = Exposure.objects.filter(tenant__in=queryset).select_related(
+            "tenant"
+        )
+        return approvals.run_action(
+            self,
+            request,
+            exposures,
+            action="approve_changes",
+            selected=queryset.values_list("pk", flat=True),
+            cancel_url=reverse("admin:mcp_gateway_tenant_changelist"),
+        )
 
     def _each(
         self,

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from mcp_gateway import bookkeeping, users
-from mcp_gateway.audit_models import ToolCall
+from mcp_gateway.audit_models import ExposureEvent, ToolCall
 from mcp_gateway.forms import clean_origin
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
 from mcp_gateway.naming import tool_name
@@ -86,10 +86,15 @@ class ExposureSerializer(serializers.ModelSerializer[Exposure]):
 
     engine_id = serializers.CharField(max_length=200)
     status = serializers.SerializerMethodField(
-        help_text="live, stale (engine not installed) or changed (definition "
-        "differs from the one exposed)."
+        help_text="live; held (the engine's definition changed since it was "
+        'approved: not served until approved again, DRIFT_POLICY "hold"); '
+        'changed (changed and served all the same, DRIFT_POLICY "serve"); '
+        "stale (engine not installed)."
     )
     exposed_by = user_field(read_only=True, allow_null=True)
+    installed_version = serializers.SerializerMethodField(
+        help_text="The installed engine's version; null when not installed."
+    )
 
     class Meta:
         model = Exposure
@@ -97,19 +102,63 @@ class ExposureSerializer(serializers.ModelSerializer[Exposure]):
             "engine_id",
             "tool_name",
             "engine_version",
+            "installed_version",
             "status",
+            "fingerprint",
+            "approved_definition",
             "exposed_by",
             "created_at",
         ]
-        read_only_fields = ["tool_name", "engine_version", "created_at"]
+        read_only_fields = [
+            "tool_name",
+            "engine_version",
+            "fingerprint",
+            "approved_definition",
+            "created_at",
+        ]
 
     def get_status(self, obj: Exposure) -> str:
-        state = bookkeeping.states([obj])[0]
-        return "stale" if state.stale else "changed" if state.changed else "live"
+        return bookkeeping.states([obj])[0].status
+
+    def get_installed_version(self, obj: Exposure) -> str | None:
+        engine = bookkeeping.states([obj])[0].engine
+        return None if engine is None else str(engine.version)
+
+
+class SkippedSerializer(serializers.Serializer[Any]):
+    engine_id = serializers.CharField()
+    reason = serializers.CharField()
 
 
 class ExposeAllSerializer(serializers.Serializer[Any]):
     exposed = ExposureSerializer(many=True, read_only=True)
+    skipped = SkippedSerializer(
+        many=True,
+        read_only=True,
+        help_text="Engines not exposed, and why (a tool name collision, an "
+        "invalid engine).",
+    )
+
+
+class ExposureEventSerializer(serializers.ModelSerializer[ExposureEvent]):
+    """Who changed which exposures of the tenant, when, and through what."""
+
+    by = serializers.CharField(
+        source="actor_name", read_only=True, help_text="The user's login, or empty."
+    )
+
+    class Meta:
+        model = ExposureEvent
+        fields = [
+            "id",
+            "created_at",
+            "action",
+            "engine_ids",
+            "catalog_version",
+            "by",
+            "via",
+        ]
+        read_only_fields = fields
 
 
 class ApiTokenSerializer(serializers.ModelSerializer[ApiToken]):
@@ -193,6 +242,7 @@ class ToolCallSerializer(serializers.ModelSerializer[ToolCall]):
             "token_prefix",
             "request_id",
             "protocol_version",
+            "error_code",
             "arguments",
         ]
         read_only_fields = fields
@@ -247,3 +297,16 @@ class UsageSerializer(serializers.Serializer[dict[str, Any]]):
     day = serializers.CharField(help_text="A UTC date, YYYY-MM-DD.")
     outcome = serializers.CharField()
     calls = serializers.IntegerField()
+
+
+class RouteSerializer(serializers.Serializer[Any]):
+    method = serializers.CharField()
+    path = serializers.CharField()
+    needs = serializers.CharField(help_text="Django permissions, besides is_staff.")
+    note = serializers.CharField()
+
+
+class RootSerializer(serializers.Serializer[Any]):
+    schema = serializers.URLField(help_text="The OpenAPI schema.")
+    docs = serializers.URLField(help_text="Swagger UI.")
+    routes = RouteSerializer(many=True)

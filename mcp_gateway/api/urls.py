@@ -59,6 +59,7 @@ def _openapi_view(name: str, **initkwargs: Any) -> Any:
 
 
 urlpatterns = [
+    path("", views.RootViewSet.as_view({"get": "index"}), name="root"),
     path("schema/", _openapi_view("SchemaView"), name="schema"),
     path(
         "docs/",
@@ -102,6 +103,16 @@ urlpatterns = [
         f"{TENANT}exposures/<segment:engine_id>/",
         views.ExposureViewSet.as_view({"get": "retrieve", "delete": "destroy"}),
         name="exposure",
+    ),
+    path(
+        f"{TENANT}exposures/<segment:engine_id>/approve/",
+        views.ExposureViewSet.as_view({"post": "approve"}),
+        name="approve",
+    ),
+    path(
+        f"{TENANT}exposure-events/",
+        views.ExposureEventViewSet.as_view({"get": "list"}),
+        name="exposure-events",
     ),
     path(
         f"{TENANT}tokens/",

@@ -21,7 +21,7 @@ from mcp_gateway.api import serializers
 from mcp_gateway.api.base import StaffViewSet
 from mcp_gateway.api.filters import BooleanFilter, ToolCallFilter
 from mcp_gateway.api.openapi import OpenApiParameter, extend_schema
-from mcp_gateway.audit_models import ToolCall
+from mcp_gateway.audit_models import ExposureEvent, ToolCall
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
 
 
@@ -106,6 +106,7 @@ class ExposureViewSet(
         "expose_all": ("409",),
         "retrieve": ("405",),
         "destroy": ("405",),
+        "approve": ("400",),
     }
 
     def get_queryset(self) -> QuerySet[Exposure]:
@@ -125,10 +126,38 @@ class ExposureViewSet(
 
     @extend_schema(request=None, responses={200: serializers.ExposeAllSerializer})
     def expose_all(self, request: Request, slug: str) -> Response:
-        """Expose every installed engine not exposed yet; idempotent."""
-        created = bookkeeping.expose_all(self.tenant, by=request.user, via="api")
-        exposed = serializers.ExposureSerializer(created, many=True).data
-        return Response({"exposed": exposed})
+        """Expose every installed engine not exposed yet; idempotent.
+
+        Engines that cannot be exposed (two deriving one tool name, an
+        invalid engine) are skipped and listed with the reason."""
+        result = bookkeeping.expose_all(self.tenant, by=request.user, via="api")
+        exposed = serializers.ExposureSerializer(result.exposed, many=True).data
+        skipped = serializers.SkippedSerializer(result.skipped, many=True).data
+        return Response({"exposed": exposed, "skipped": skipped})
+
+    @extend_schema(request=None, responses={200: serializers.ExposureSerializer})
+    def approve(self, request: Request, slug: str, engine_id: str) -> Response:
+        """Approve the installed definition of the exposed engine: a held
+        tool is served again, at once, by every worker."""
+        exposure = self.get_object()  # 404 unless exposed
+        bookkeeping.approve(
+            self.tenant, [exposure.engine_id], by=request.user, via="api"
+        )
+        exposure.refresh_from_db()
+        return Response(self.get_serializer(exposure).data)
+
+
+class ExposureEventViewSet(mixins.ListModelMixin, TenantScopedViewSet):
+    """The tenant's exposure history (expose, unexpose, approve, clear,
+    drift), newest first; read-only."""
+
+    serializer_class = serializers.ExposureEventSerializer
+    filter_backends: list[Any] = []
+
+    def get_queryset(self) -> QuerySet[ExposureEvent]:
+        return ExposureEvent.objects.filter(tenant=self.tenant).order_by(
+            "-created_at", "-pk"
+        )
 
 
 class ApiTokenViewSet(
@@ -175,11 +204,41 @@ class ApiTokenViewSet(
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+class RootViewSet(StaffViewSet[Any]):
+    """The API's routes, what each needs, and links to the schema and docs."""
+
+    pagination_class = None  # type: ignore[assignment]
+    filter_backends: list[Any] = []
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return Tenant.objects.none()  # the browsable API's filter form asks
+
+    @extend_schema(responses={200: serializers.RootSerializer})
+    def index(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        base = request.build_absolute_uri(request.path)
+        prefix = request.path
+        routes = [
+            {
+                "method": route.method,
+                "path": f"{prefix}{route.path}",
+                "needs": permissions.describe(route.needs).replace("`", ""),
+                "note": route.note,
+            }
+            for route in permissions.API_ROUTES
+        ]
+        return Response(
+            {"schema": f"{base}schema/", "docs": f"{base}docs/", "routes": routes}
+        )
+
+
 class EngineViewSet(mixins.ListModelMixin, StaffViewSet[Any]):
     """Installed engines, whether exposed anywhere or not."""
 
     serializer_class = serializers.EngineSerializer
     filter_backends: list[Any] = []
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return Exposure.objects.none()  # the browsable API's filter form asks
 
     @extend_schema(
         parameters=[
@@ -210,6 +269,9 @@ class UsageViewSet(mixins.ListModelMixin, StaffViewSet[ToolCall]):
 
     serializer_class = serializers.UsageSerializer  # type: ignore[assignment]
     filter_backends: list[Any] = []
+
+    def get_queryset(self) -> QuerySet[ToolCall]:
+        return ToolCall.objects.none()  # the browsable API's filter form asks
 
     @extend_schema(
         parameters=[

@@ -89,16 +89,33 @@ def test_expose_all_is_idempotent(api, tenant, without_collision):
     assert first.status_code == second.status_code == 200
     exposed = {e["engine_id"] for e in first.json()["exposed"]}
     assert exposed == set(default_registry.ids())
-    assert second.json() == {"exposed": []}
+    assert second.json() == {"exposed": [], "skipped": []}
     assert tenant.exposures.count() == len(default_registry)
 
 
-def test_expose_all_with_a_collision_exposes_nothing(api, tenant):
+def test_expose_all_with_a_collision_exposes_the_rest_and_lists_the_skipped(
+    api, tenant
+):
     response = api.post(f"{URL}expose-all/")
 
-    assert response.status_code == 409
-    assert response.json()["code"] == "tool_name_collision"
-    assert tenant.exposures.count() == 0
+    assert response.status_code == 200
+    body = response.json()
+    skipped = {s["engine_id"]: s["reason"] for s in body["skipped"]}
+    assert set(skipped) == {"demo.echo", "demo:echo"}
+    assert "both derive the tool name 'demo_echo'" in skipped["demo:echo"]
+    exposed = {e["engine_id"] for e in body["exposed"]}
+    assert exposed == set(default_registry.ids()) - {"demo.echo", "demo:echo"}
+    assert set(tenant.exposures.values_list("engine_id", flat=True)) == exposed
+
+
+def test_expose_all_skips_an_engine_whose_name_an_exposed_one_has(api, tenant):
+    bookkeeping.expose(tenant, "demo.echo")
+
+    body = api.post(f"{URL}expose-all/").json()
+
+    assert [s["engine_id"] for s in body["skipped"]] == ["demo:echo"]
+    assert "exposed engine 'demo.echo'" in body["skipped"][0]["reason"]
+    assert tenant.exposures.count() == len(default_registry) - 1
 
 
 def test_api_changes_are_recorded_as_made_through_the_api(api, tenant, staff):

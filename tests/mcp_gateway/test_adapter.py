@@ -18,6 +18,7 @@ from engines_app.registry import EngineRegistry
 from engines_app.results import Audio, Image, Resource, RichResult, Text
 from mcp_gateway import adapter
 from mcp_gateway.catalog import build_catalog
+from mcp_gateway.fingerprint import fingerprint
 from mcp_gateway.models import Tenant
 
 ALICE = Principal(tenant="acme", user="alice", scopes=frozenset({"mcp:tools"}))
@@ -139,7 +140,9 @@ def test_catalog_skips_an_invalid_engine_with_a_log_line(caplog):
     tenant = Tenant.objects.create(slug="adapter", name="Adapter")
     bad = returning({}, input_schema=header_schema("bad header"))
     registry = EngineRegistry([Echo(), bad])
-    tenant.exposures.create(engine_id="demo.echo", tool_name="demo_echo")
+    tenant.exposures.create(
+        engine_id="demo.echo", tool_name="demo_echo", fingerprint=fingerprint(Echo())
+    )
     tenant.exposures.create(engine_id="test.value", tool_name="test_value")
 
     with caplog.at_level(logging.ERROR, logger="mcp_gateway"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -18,6 +19,7 @@ from django.urls import reverse
 
 from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping, tokens
+from mcp_gateway.audit_models import ExposureEvent
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
 
 
@@ -67,8 +69,12 @@ def exposed(tenant: Tenant) -> set[str]:
     return set(tenant.exposures.values_list("engine_id", flat=True))
 
 
-def run_action(client: Client, model: str, action: str, *pks: int) -> Any:
+def run_action(
+    client: Client, model: str, action: str, *pks: int, confirm: bool = False
+) -> Any:
     data = {"action": action, "_selected_action": [str(pk) for pk in pks]}
+    if confirm:
+        data["post"] = "yes"
     return client.post(url(f"{model}_changelist"), data, follow=True)
 
 
@@ -87,40 +93,78 @@ def test_expose_all_action_exposes_every_installed_engine(admin_client, admin_st
         default_registry
     )
     count = len(default_registry)
-    assert messages_of(response) == [f"acme: exposed {count} new engine(s)."]
+    [message] = messages_of(response)
+    assert message.startswith(f"acme: exposed {count} engine(s): demo_add, ")
 
 
-def test_expose_all_action_with_a_collision_is_a_message(admin_client, admin_tenant):
+def test_expose_all_action_with_a_collision_exposes_the_rest_and_says_so(
+    admin_client, admin_tenant
+):
+    # Before: nothing was exposed, and the message did not say so.
     response = run_action(admin_client, "tenant", "expose_all", admin_tenant.pk)
 
     assert response.status_code == 200
-    [message] = messages_of(response)
-    assert "'demo.echo'" in message
-    assert "'demo:echo'" in message
-    assert exposed(admin_tenant) == set()
+    found = messages_of(response)
+    skipped = [m for m in found if "skipped" in m]
+    assert len(skipped) == 2
+    assert all("both derive the tool name 'demo_echo'" in m for m in skipped)
+    assert exposed(admin_tenant) == set(default_registry.ids()) - {
+        "demo.echo",
+        "demo:echo",
+    }
+    [done] = [m for m in found if "skipped" not in m]
+    assert done.startswith("acme: exposed ")
+
+
+def test_unexpose_all_asks_first_and_changes_nothing_until_confirmed(
+    admin_client, admin_tenant
+):
+    bookkeeping.expose_many(admin_tenant, ["demo.echo", "demo.add"])
+
+    asked = run_action(admin_client, "tenant", "unexpose_all", admin_tenant.pk)
+
+    html = asked.content.decode()
+    assert "Unexpose every tool?" in html
+    assert "demo_echo (demo.echo)" in html
+    assert exposed(admin_tenant) == {"demo.echo", "demo.add"}
 
 
 def test_unexpose_all_action_clears_the_tenant(admin_client, admin_tenant):
     bookkeeping.expose_many(admin_tenant, ["demo.echo", "demo.add"])
 
-    response = run_action(admin_client, "tenant", "unexpose_all", admin_tenant.pk)
+    response = run_action(
+        admin_client, "tenant", "unexpose_all", admin_tenant.pk, confirm=True
+    )
 
     assert exposed(admin_tenant) == set()
     assert messages_of(response) == ["acme: unexposed 2 engine(s)."]
 
 
-def test_confirm_action_records_the_installed_definition(admin_client, admin_tenant):
+def test_approve_changes_lists_each_diff_then_approves(admin_client, admin_tenant):
     exposure = bookkeeping.expose(admin_tenant, "demo.echo")
     current = exposure.fingerprint
+    old = {**(exposure.approved_definition or {}), "description": "Old echo words."}
     Exposure.objects.filter(pk=exposure.pk).update(
-        fingerprint="old", engine_version="0"
+        fingerprint="old", engine_version="0", approved_definition=old
     )
 
-    response = run_action(admin_client, "tenant", "confirm_changed", admin_tenant.pk)
+    asked = run_action(admin_client, "tenant", "approve_changes", admin_tenant.pk)
+
+    html = asked.content.decode()
+    assert "Old echo words." in html
+    assert "Return the text it is given." in html
+    exposure.refresh_from_db()
+    assert exposure.fingerprint == "old"
+
+    response = run_action(
+        admin_client, "tenant", "approve_changes", admin_tenant.pk, confirm=True
+    )
 
     exposure.refresh_from_db()
     assert (exposure.fingerprint, exposure.engine_version) == (current, "1.0.0")
-    assert messages_of(response) == ["acme: re-confirmed 1 exposure(s)."]
+    assert messages_of(response) == ["acme: approved 1 changed tool(s): demo_echo."]
+    event = ExposureEvent.objects.latest("pk")
+    assert (event.action, event.via) == ("approve", "admin")
 
 
 def test_tenant_page_lists_exposures_members_and_links_to_expose(
@@ -136,7 +180,7 @@ def test_tenant_page_lists_exposures_members_and_links_to_expose(
     html = response.content.decode()
     assert response.status_code == 200
     assert "demo_echo" in html
-    assert "stale (engine not installed)" in html
+    assert "Stale (engine not installed)" in html
     assert "alice" in html
     assert f"{url('exposure_add')}?tenant={admin_tenant.pk}" in html
     assert "Expose an engine" in html
@@ -194,7 +238,7 @@ def test_add_form_offers_only_installed_engines_not_yet_exposed(
 
     form = response.context["adminform"].form
     offered = {value for value, _ in form.fields["engine_id"].choices}
-    assert offered == set(default_registry.ids()) - {"demo.echo", "demo.add"}
+    assert offered == set(default_registry.ids()) - {"demo.echo", "demo.add"} | {""}
     assert form.initial["tenant"] == str(admin_tenant.pk)
 
 
@@ -231,15 +275,42 @@ def test_add_form_collision_is_a_message_naming_both_engines(
     assert exposed(admin_tenant) == {"demo.echo"}
 
 
-def test_add_form_duplicate_is_an_error(admin_client, admin_tenant):
+def test_add_form_duplicate_is_an_error_and_preselects_no_other_engine(
+    admin_client, admin_tenant
+):
+    # Before: "already exists", and the engine list jumped to another engine
+    # (the first offered), so saving again exposed one staff never picked.
     bookkeeping.expose(admin_tenant, "demo.echo")
     data = {"tenant": admin_tenant.pk, "engine_id": "demo.echo"}
 
     response = admin_client.post(url("exposure_add"), data)
 
     assert response.status_code == 200
-    assert "already exists" in str(response.context["adminform"].form.errors)
+    form = response.context["adminform"].form
+    assert form.errors["engine_id"] == [
+        "Engine demo.echo is already exposed to acme; choose another."
+    ]
+    html = response.content.decode()
+    select = html[html.index('id="id_engine_id"') :]
+    select = select[: select.index("</select>")]
+    # A browser shows the first option when none is selected: it is blank.
+    assert re.findall(r'<option value="([^"]*)"', select)[0] == ""
+    assert not re.findall(r'<option value="[^"]+"[^>]*selected', select)
     assert Exposure.objects.count() == 1
+
+    again = admin_client.post(url("exposure_add"), {"tenant": admin_tenant.pk})
+
+    assert again.status_code == 200
+    assert "engine_id" in again.context["adminform"].form.errors
+    assert exposed(admin_tenant) == {"demo.echo"}
+
+
+def test_the_add_form_reloads_its_engines_when_the_tenant_changes(admin_client):
+    response = admin_client.get(url("exposure_add"))
+
+    html = response.content.decode()
+    assert "mcp_gateway/exposure_form.js" in html
+    assert "onclick" not in html
 
 
 def test_add_form_unknown_engine_is_a_message(admin_client, admin_tenant):
@@ -303,8 +374,8 @@ def test_stale_and_changed_exposures_are_flagged_and_filtered(
     }
 
     html = listing.content.decode()
-    assert "stale (engine not installed)" in html
-    assert "changed (definition differs; re-confirm)" in html
+    assert "Stale (engine not installed)" in html
+    assert "Held (definition changed; not served until approved)" in html
     assert by_status == {
         "live": {live.pk},
         "stale": {stale.pk},
@@ -322,20 +393,79 @@ def test_exposure_page_shows_the_status_and_edits_only_groups(
     response = admin_client.get(url("exposure_change", exposure.pk))
 
     assert response.status_code == 200
-    assert "stale (engine not installed)" in response.content.decode()
+    assert "Stale (engine not installed)" in response.content.decode()
     assert list(response.context["adminform"].form.fields) == ["groups"]
 
 
-def test_confirm_selected_action_reconfirms_changed_exposures(
+def test_approve_selected_asks_then_approves_changed_exposures(
     admin_client, admin_tenant
 ):
     exposure = bookkeeping.expose(admin_tenant, "demo.echo")
-    Exposure.objects.filter(pk=exposure.pk).update(fingerprint="old")
+    Exposure.objects.filter(pk=exposure.pk).update(
+        fingerprint="old", approved_definition=None
+    )
 
-    response = run_action(admin_client, "exposure", "confirm_selected", exposure.pk)
+    asked = run_action(admin_client, "exposure", "approve_selected", exposure.pk)
+
+    assert "Approved definition unknown" in asked.content.decode()
+    assert bookkeeping.states(Exposure.objects.all())[0].changed
+
+    response = run_action(
+        admin_client, "exposure", "approve_selected", exposure.pk, confirm=True
+    )
 
     assert not bookkeeping.states(Exposure.objects.all())[0].changed
-    assert messages_of(response) == ["Re-confirmed 1 changed exposure(s)."]
+    assert messages_of(response) == ["acme: approved 1 changed tool(s): demo_echo."]
+
+
+def test_the_exposure_page_shows_the_diff_and_its_button_approves(
+    admin_client, admin_tenant
+):
+    exposure = bookkeeping.expose(admin_tenant, "demo.echo")
+    old = {**(exposure.approved_definition or {}), "title": "Old title"}
+    Exposure.objects.filter(pk=exposure.pk).update(
+        fingerprint="old", approved_definition=old, engine_version="0.9"
+    )
+    approve_url = url("exposure_approve", exposure.pk)
+
+    page = admin_client.get(url("exposure_change", exposure.pk)).content.decode()
+    asked = admin_client.get(approve_url).content.decode()
+    response = admin_client.post(approve_url, {"post": "yes"}, follow=True)
+
+    assert "Old title" in page
+    assert approve_url in page
+    assert "0.9" in page  # the approved version, beside the installed one
+    assert "Old title" in asked
+    assert response.redirect_chain[-1][0] == url("exposure_change", exposure.pk)
+    assert bookkeeping.state_of(Exposure.objects.get()) == "live"
+    assert ExposureEvent.objects.latest("pk").action == "approve"
+
+
+def test_the_approve_button_needs_change_exposure(client, admin_tenant):
+    exposure = bookkeeping.expose(admin_tenant, "demo.echo")
+    Exposure.objects.filter(pk=exposure.pk).update(fingerprint="old")
+    viewer = User.objects.create_user("viewer", is_staff=True)
+    viewer.user_permissions.set(Permission.objects.filter(codename="view_exposure"))
+    client.force_login(viewer, backend="django.contrib.auth.backends.ModelBackend")
+
+    response = client.post(url("exposure_approve", exposure.pk), {"post": "yes"})
+
+    assert response.status_code == 403
+    assert Exposure.objects.get().fingerprint == "old"
+
+
+def test_unexposing_from_the_exposure_page_returns_to_the_tenant(
+    admin_client, admin_tenant
+):
+    exposure = bookkeeping.expose(admin_tenant, "demo.echo")
+
+    page = admin_client.get(url("exposure_change", exposure.pk)).content.decode()
+    response = admin_client.post(
+        url("exposure_delete", exposure.pk), {"post": "yes"}, follow=True
+    )
+
+    assert ">Unexpose</a>" in page
+    assert response.redirect_chain[-1][0] == url("tenant_change", admin_tenant.pk)
 
 
 def test_exposure_changelist_query_count_does_not_grow_with_rows(
@@ -443,7 +573,8 @@ def test_revoke_action_revokes_the_selected_tokens(
         admin_client, "apitoken", "revoke_selected", *(i.token.pk for i in issued)
     )
 
-    assert messages_of(response) == ["Revoked 2 token(s)."]
+    [message] = messages_of(response)
+    assert message.startswith("Revoked 2 token(s): ")
     for item in issued:
         assert authenticate(None, bearer_token=item.secret, tenant=admin_tenant) is None
     assert authenticate(None, bearer_token=kept.secret, tenant=admin_tenant)
@@ -473,12 +604,151 @@ def test_add_form_without_a_tenant_offers_every_installed_engine(admin_client):
     response = admin_client.get(url("exposure_add"))
 
     form = response.context["adminform"].form
-    assert [value for value, _ in form.fields["engine_id"].choices] == (
-        default_registry.ids()
-    )
+    assert [value for value, _ in form.fields["engine_id"].choices] == [
+        "",
+        *default_registry.ids(),
+    ]
 
 
 def test_admin_pages_carry_the_gateway_branding(admin_client):
     response = admin_client.get(reverse("admin:index"))
 
     assert "MCP gateway administration" in response.content.decode()
+
+
+# The Engines page
+
+
+def test_the_engines_page_lists_each_engine_its_tenants_and_drift(
+    admin_client, admin_tenant
+):
+    bookkeeping.expose_many(admin_tenant, ["demo.echo", "demo.add"])
+    Exposure.objects.filter(engine_id="demo.add").update(fingerprint="old")
+
+    response = admin_client.get(url("installedengine_changelist"))
+
+    assert response.status_code == 200
+    rows = {row["id"]: row for row in response.context["rows"]}
+    assert list(rows) == default_registry.ids()
+    assert rows["demo.add"]["held"] == 1
+    assert [e["status"] for e in rows["demo.add"]["exposures"]] == ["held"]
+    assert rows["demo.echo"]["held"] == 0
+    html = response.content.decode()
+    assert f"{url('exposure_add')}?engine_id=demo.echo" in html
+    assert rows["demo.echo"]["fingerprint"][:12] in html
+
+
+def test_the_engines_page_needs_a_permission_on_exposures(client, admin_tenant):
+    staff = User.objects.create_user("staff", is_staff=True)
+    client.force_login(staff, backend="django.contrib.auth.backends.ModelBackend")
+
+    assert client.get(url("installedengine_changelist")).status_code == 403
+    staff.user_permissions.set(Permission.objects.filter(codename="view_exposure"))
+    assert client.get(url("installedengine_changelist")).status_code == 200
+
+
+def test_the_tenant_list_counts_held_and_stale_tools(admin_client, admin_tenant):
+    bookkeeping.expose_many(admin_tenant, ["demo.echo", "demo.add"])
+    Exposure.objects.filter(engine_id="demo.add").update(fingerprint="old")
+    Exposure.objects.create(
+        tenant=admin_tenant, engine_id="gone.engine", tool_name="gone_engine"
+    )
+
+    response = admin_client.get(url("tenant_changelist"))
+
+    changelist = response.context["cl"]
+    [row] = changelist.result_list
+    assert changelist.model_admin.needs_attention(row) == "1 held, 1 stale"
+
+
+def test_the_tenant_history_page_shows_its_exposure_events(
+    admin_client, admin_tenant, admin_staff
+):
+    bookkeeping.expose(admin_tenant, "demo.echo", by=admin_staff, via="admin")
+    bookkeeping.unexpose(admin_tenant, "demo.echo", via="command")
+
+    response = admin_client.get(url("tenant_history", admin_tenant.pk))
+
+    assert response.status_code == 200
+    events = response.context["exposure_events"]
+    assert [(e.action, e.via) for e in events] == [
+        ("unexpose", "command"),
+        ("expose", "admin"),
+    ]
+    html = response.content.decode()
+    assert "Exposure history" in html
+    assert "Management command" in html or "management command" in html
+
+
+def test_the_admin_links_the_api_root_schema_and_swagger_ui(admin_client):
+    index = admin_client.get(reverse("admin:index")).content.decode()
+    app = admin_client.get(reverse("admin:app_list", args=["mcp_gateway"]))
+
+    assert 'href="/api/"' in index
+    assert 'href="/api/docs/"' in index
+    html = app.content.decode()
+    assert 'href="/api/schema/"' in html
+    assert 'href="/api/docs/"' in html
+
+
+def test_the_admin_index_tells_the_two_kinds_of_token_apart(admin_client):
+    html = admin_client.get(reverse("admin:index")).content.decode()
+
+    assert "MCP tokens" in html
+    assert ">Tokens<" in html  # the REST API's keys, as DRF names them
+
+
+def test_the_secret_page_gives_a_copy_button_and_the_client_configuration(
+    admin_client, admin_tenant
+):
+    user = User.objects.create_user("bob")
+
+    response = admin_client.post(url("apitoken_add"), token_form(admin_tenant, user))
+
+    html = response.content.decode()
+    [secret] = set(re.findall(r"mcpgw_[0-9a-f]+_[A-Za-z0-9-]+", html))
+    assert 'data-mcp-copy="mcp-token"' in html
+    assert "mcp_gateway/admin.js" in html
+    assert "onclick" not in html
+    config = response.context["client_config"]
+    server = json.loads(config)["mcpServers"]["gateway"]
+    assert server["url"].endswith("/t/acme/mcp")
+    assert server["headers"] == {"Authorization": f"Bearer {secret}"}
+    assert all(secret not in c.value for c in response.cookies.values())
+    assert all(secret not in str(m) for m in get_messages(response.wsgi_request))
+
+
+def test_the_token_page_revokes_after_asking_and_revoking_again_says_so(
+    admin_client, admin_tenant, admin_member
+):
+    issued = tokens.issue(admin_tenant, admin_member)
+    revoke = url("apitoken_revoke", issued.token.pk)
+
+    page = admin_client.get(url("apitoken_change", issued.token.pk)).content.decode()
+    asked = admin_client.get(revoke)
+    done = admin_client.post(revoke, follow=True)
+    again = run_action(admin_client, "apitoken", "revoke_selected", issued.token.pk)
+
+    assert revoke in page
+    assert "Revoke the token" in asked.content.decode()
+    assert ApiToken.objects.get().revoked_at is not None
+    assert messages_of(done) == [f"Revoked 1 token(s): {issued.token.prefix}."]
+    assert messages_of(again) == [f"Already revoked, unchanged: {issued.token.prefix}."]
+    assert authenticate(None, bearer_token=issued.secret, tenant=admin_tenant) is None
+
+
+def test_tokens_show_a_status_and_scopes_as_a_list(
+    admin_client, admin_tenant, admin_member
+):
+    active = tokens.issue(admin_tenant, admin_member).token
+    revoked = tokens.issue(admin_tenant, admin_member).token
+    tokens.revoke(revoked.prefix)
+
+    listing = admin_client.get(url("apitoken_changelist"))
+    only_revoked = admin_client.get(url("apitoken_changelist"), {"status": "revoked"})
+
+    admin = listing.context["cl"].model_admin
+    assert admin.status(active) == "Active"
+    assert admin.status(ApiToken.objects.get(pk=revoked.pk)) == "Revoked"
+    assert admin.scope_list(active) == ", ".join(active.scopes)
+    assert [t.pk for t in only_revoked.context["cl"].result_list] == [revoked.pk]

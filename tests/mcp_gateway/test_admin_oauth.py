@@ -236,3 +236,48 @@ def test_an_unresolvable_host_is_saved_with_a_warning(admin_client, tenant):
     ]
     assert len(warnings) == 1
     assert "id.example does not resolve" in warnings[0]
+
+
+def test_lists_are_one_entry_per_line_and_shown_so(admin_client, tenant):
+    jwt = {
+        **introspection(),
+        "kind": "jwt",
+        "introspection_endpoint": "",
+        "client_id": "",
+        "client_secret": "",
+        "algorithms": "RS256\r\nES256\r\n",
+        "scopes": "mcp:tools\nmcp:tools:read",
+    }
+
+    response = admin_client.post(
+        url("tenant_change", tenant.pk), tenant_form(admin_client, tenant, [jwt])
+    )
+
+    assert response.status_code == 302
+    server = AuthorizationServer.objects.get()
+    assert server.algorithms == ["RS256", "ES256"]
+    assert server.scopes == ["mcp:tools", "mcp:tools:read"]
+    page = admin_client.get(url("tenant_change", tenant.pk)).content.decode()
+    assert "RS256\nES256</textarea>" in page
+
+
+def test_fields_are_grouped_by_kind_with_help_for_each(admin_client, tenant):
+    AuthorizationServer.objects.create(tenant=tenant, issuer="https://id.example")
+
+    response = admin_client.get(url("tenant_change", tenant.pk))
+
+    html = response.content.decode()
+    assert "mcp-kind-jwt" in html
+    assert "mcp-kind-introspection" in html
+    [inline] = [
+        i
+        for i in response.context["inline_admin_formsets"]
+        if i.formset.prefix == PREFIX
+    ]
+    form = inline.formset.forms[0]
+    assert all(
+        form.fields[name].help_text
+        for name in form.fields
+        if name != "id" and name != "DELETE" and name != "tenant"
+    )
+    assert "onclick" not in html

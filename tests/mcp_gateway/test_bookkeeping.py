@@ -11,13 +11,15 @@ from demo import basic
 from engines_app.engine import FunctionEngine
 from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping
+from mcp_gateway.audit_models import ExposureEvent
 from mcp_gateway.errors import (
     DuplicateExposure,
     InvalidEngine,
+    NotExposed,
     ToolNameCollision,
     UnknownEngine,
 )
-from mcp_gateway.fingerprint import fingerprint
+from mcp_gateway.fingerprint import definition, fingerprint
 from mcp_gateway.models import Exposure, Tenant
 from tests.engines import ColonEcho
 
@@ -124,9 +126,10 @@ def test_expose_all_exposes_every_installed_engine(tenant, registry):
     registry.register(basic.Echo())
     registry.register(basic.Add())
 
-    created = bookkeeping.expose_all(tenant, registry=registry)
+    result = bookkeeping.expose_all(tenant, registry=registry)
 
-    assert [e.engine_id for e in created] == ["demo.add", "demo.echo"]
+    assert [e.engine_id for e in result.exposed] == ["demo.add", "demo.echo"]
+    assert result.skipped == []
 
 
 def test_expose_all_is_idempotent(tenant, registry):
@@ -138,7 +141,7 @@ def test_expose_all_is_idempotent(tenant, registry):
 
     again = bookkeeping.expose_all(tenant, registry=registry)
 
-    assert again == []
+    assert again == bookkeeping.ExposeAllResult([], [])
     assert version(tenant) == before
     assert tenant.exposures.count() == 2
 
@@ -146,30 +149,49 @@ def test_expose_all_is_idempotent(tenant, registry):
 def test_expose_all_on_an_empty_registry_exposes_nothing(tenant, registry):
     before = version(tenant)
 
-    assert bookkeeping.expose_all(tenant, registry=registry) == []
+    assert bookkeeping.expose_all(tenant, registry=registry).exposed == []
 
     assert not tenant.exposures.exists()
     assert version(tenant) == before
 
 
-def test_expose_all_with_colliding_engines_creates_nothing(tenant, registry):
+def test_expose_all_exposes_the_rest_and_skips_colliding_engines(tenant, registry):
     for engine in (basic.Echo(), basic.Add(), ColonEcho()):
         registry.register(engine)
     before = version(tenant)
 
-    with pytest.raises(ToolNameCollision) as info:
-        bookkeeping.expose_all(tenant, registry=registry)
+    result = bookkeeping.expose_all(tenant, registry=registry)
 
-    assert set(info.value.engine_ids) == {"demo.echo", "demo:echo"}
-    assert not tenant.exposures.exists()
-    assert version(tenant) == before
+    assert [e.engine_id for e in result.exposed] == ["demo.add"]
+    assert [s.engine_id for s in result.skipped] == ["demo.echo", "demo:echo"]
+    assert "both derive the tool name 'demo_echo'" in result.skipped[0].reason
+    assert list(tenant.exposures.values_list("engine_id", flat=True)) == ["demo.add"]
+    assert version(tenant) == before + 1
 
 
-def test_expose_all_of_the_test_settings_registry_fails_atomically(tenant):
-    with pytest.raises(ToolNameCollision):
-        bookkeeping.expose_all(tenant)
+def test_expose_all_skips_an_engine_whose_tool_name_is_taken(tenant, registry):
+    for engine in (basic.Echo(), ColonEcho()):
+        registry.register(engine)
+    bookkeeping.expose(tenant, "demo:echo", registry=registry)
 
-    assert not tenant.exposures.exists()
+    result = bookkeeping.expose_all(tenant, registry=registry)
+
+    assert result.exposed == []
+    assert [s.engine_id for s in result.skipped] == ["demo.echo"]
+    assert "exposed engine 'demo:echo'" in result.skipped[0].reason
+
+
+def test_expose_all_skips_an_invalid_engine_with_the_reason(tenant, registry):
+    broken = FunctionEngine("x.broken", "Broken", "Will break.", lambda c: None)
+    registry.register(broken)
+    registry.register(basic.Add())
+    object.__setattr__(broken, "description", "")
+
+    result = bookkeeping.expose_all(tenant, registry=registry)
+
+    assert [e.engine_id for e in result.exposed] == ["demo.add"]
+    assert [s.engine_id for s in result.skipped] == ["x.broken"]
+    assert "description" in result.skipped[0].reason
 
 
 def test_unexpose_removes_the_exposure_and_bumps(tenant):
@@ -265,28 +287,81 @@ def test_states_flag_stale_and_changed_exposures(tenant):
     }
 
 
-def test_confirm_records_the_installed_definition(tenant):
+def test_approve_records_the_installed_definition(tenant, staff):
     exposure = bookkeeping.expose(tenant, "demo.add")
     Exposure.objects.filter(pk=exposure.pk).update(
-        fingerprint="f" * 64, engine_version="0.1"
+        fingerprint="f" * 64, engine_version="0.1", approved_definition=None
     )
     exposure.refresh_from_db()
     before = version(tenant)
 
-    bookkeeping.confirm(exposure)
+    approved = bookkeeping.approve(tenant, ["demo.add"], by=staff, via="api")
 
     exposure.refresh_from_db()
+    assert [e.engine_id for e in approved] == ["demo.add"]
     assert exposure.fingerprint == fingerprint(basic.Add())
     assert exposure.engine_version == "1.0.0"
-    assert bookkeeping.states([exposure])[0].changed is False
+    assert exposure.approved_definition == definition(basic.Add())
+    assert bookkeeping.states([exposure])[0].status == "live"
     assert version(tenant) == before + 1
+    event = ExposureEvent.objects.latest("pk")
+    assert (event.action, event.engine_ids, event.actor, event.via) == (
+        "approve",
+        ["demo.add"],
+        staff,
+        "api",
+    )
+    assert event.catalog_version == before + 1
 
 
-def test_confirming_a_stale_exposure_is_an_unknown_engine(tenant):
+def test_approve_all_approves_only_the_changed_ones(tenant):
+    bookkeeping.expose_many(tenant, ["demo.add", "demo.echo"])
+    Exposure.objects.filter(engine_id="demo.add").update(fingerprint="f" * 64)
+
+    approved = bookkeeping.approve(tenant)
+
+    assert [e.engine_id for e in approved] == ["demo.add"]
+    assert bookkeeping.approve(tenant) == []
+
+
+def test_approving_an_engine_not_exposed_changes_nothing(tenant):
+    bookkeeping.expose(tenant, "demo.add")
+    before = version(tenant)
+
+    with pytest.raises(NotExposed, match=r"demo\.echo"):
+        bookkeeping.approve(tenant, ["demo.add", "demo.echo"])
+
+    assert version(tenant) == before
+    assert not ExposureEvent.objects.filter(action="approve").exists()
+
+
+def test_approving_a_stale_exposure_is_an_unknown_engine(tenant):
     gone = stale_exposure(tenant)
 
     with pytest.raises(UnknownEngine):
-        bookkeeping.confirm(gone)
+        bookkeeping.approve(tenant, [gone.engine_id])
+
+
+def test_a_first_exposure_approves_the_definition_of_that_moment(tenant):
+    exposure = bookkeeping.expose(tenant, "demo.echo")
+
+    assert exposure.approved_definition == definition(basic.Echo())
+
+
+def test_a_held_state_shows_the_diff_of_what_changed(tenant, settings):
+    exposure = bookkeeping.expose(tenant, "demo.add")
+    old = dict(exposure.approved_definition or {})
+    Exposure.objects.filter(pk=exposure.pk).update(
+        fingerprint="f" * 64,
+        approved_definition={**old, "description": "Old words."},
+    )
+
+    [state] = bookkeeping.states(tenant.exposures.all())
+
+    assert state.status == "held"
+    assert state.diff() == [("description", "Old words.", "Add two numbers.")]
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "DRIFT_POLICY": "serve"}
+    assert state.status == "changed"
 
 
 def test_an_engine_broken_after_registration_is_an_invalid_engine(tenant, registry):

@@ -19,6 +19,8 @@ from django.core.management.base import CommandError
 
 from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping, tokens
+from mcp_gateway.audit_models import ExposureEvent
+from mcp_gateway.fingerprint import fingerprint
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -234,11 +236,23 @@ def test_expose_all_exposes_every_installed_engine_idempotently(cmd_tenant):
     assert out == "Every installed engine is already exposed to 'acme'.\n"
 
 
-def test_expose_all_with_a_collision_fails_atomically(cmd_tenant):
-    with pytest.raises(CommandError, match="demo_echo"):
-        run("mcp_expose", "acme", "--all")
+def test_expose_all_with_a_collision_exposes_the_rest_and_reports_the_skipped(
+    cmd_tenant,
+):
+    out, err = StringIO(), StringIO()
+    call_command("mcp_expose", "acme", "--all", stdout=out, stderr=err)
 
-    assert exposed(cmd_tenant) == set()
+    assert exposed(cmd_tenant) == set(default_registry.ids()) - {
+        "demo.echo",
+        "demo:echo",
+    }
+    skipped = err.getvalue().splitlines()
+    assert [line.split(": ")[0] for line in skipped] == [
+        "Skipped demo.echo",
+        "Skipped demo:echo",
+    ]
+    assert "both derive the tool name 'demo_echo'" in skipped[0]
+    assert out.getvalue().startswith("Exposed ")
 
 
 def test_unexpose_removes_the_named_engines(cmd_tenant):
@@ -283,27 +297,119 @@ def test_unexpose_from_an_unknown_tenant_is_an_error(db):
         run("mcp_unexpose", "nope", "--all")
 
 
+# mcp_approve
+
+
+def test_approve_approves_the_named_engines_through_bookkeeping(cmd_tenant):
+    bookkeeping.expose_many(cmd_tenant, ["demo.echo", "demo.add"])
+    Exposure.objects.update(fingerprint="old")
+    version = Tenant.objects.get(pk=cmd_tenant.pk).catalog_version
+
+    out = run("mcp_approve", "acme", "demo.add")
+
+    assert out == "Approved 1 exposure of 'acme': demo_add.\n"
+    assert bookkeeping.state_of(Exposure.objects.get(engine_id="demo.add")) == "live"
+    assert bookkeeping.state_of(Exposure.objects.get(engine_id="demo.echo")) == "held"
+    assert Tenant.objects.get(pk=cmd_tenant.pk).catalog_version == version + 1
+    event = ExposureEvent.objects.latest("pk")
+    assert (event.action, event.engine_ids, event.via) == (
+        "approve",
+        ["demo.add"],
+        "command",
+    )
+
+
+def test_approve_all_approves_every_changed_exposure(cmd_tenant):
+    bookkeeping.expose_many(cmd_tenant, ["demo.echo", "demo.add", "demo.whoami"])
+    Exposure.objects.exclude(engine_id="demo.whoami").update(fingerprint="old")
+
+    out = run("mcp_approve", "acme", "--all")
+    again = run("mcp_approve", "acme", "--all")
+
+    assert out == "Approved 2 exposures of 'acme': demo_add, demo_echo.\n"
+    assert again == "No changed exposure of 'acme' to approve.\n"
+
+
+def test_approve_of_an_engine_not_exposed_changes_nothing(cmd_tenant):
+    bookkeeping.expose(cmd_tenant, "demo.echo")
+    Exposure.objects.update(fingerprint="old")
+
+    with pytest.raises(CommandError, match=r"'demo\.add' is not exposed"):
+        run("mcp_approve", "acme", "demo.echo", "demo.add")
+
+    assert Exposure.objects.get().fingerprint == "old"
+
+
+@pytest.mark.parametrize("args", [[], ["demo.echo", "--all"]])
+def test_approve_needs_engine_ids_or_all(cmd_tenant, args):
+    with pytest.raises(CommandError, match="either ENGINE_ID"):
+        run("mcp_approve", "acme", *args)
+
+
 # mcp_engines
 
 
-def test_engines_json_lists_every_engine_with_exactly_four_keys(db):
+def test_engines_json_lists_every_engine_with_its_fingerprint(cmd_tenant):
+    bookkeeping.expose_many(cmd_tenant, ["demo.echo", "demo.add"])
+    Exposure.objects.filter(engine_id="demo.add").update(fingerprint="old")
+
     engines = json.loads(run("mcp_engines", "--json"))
 
     assert [e["id"] for e in engines] == default_registry.ids()
-    assert all(set(e) == {"id", "tool_name", "version", "title"} for e in engines)
+    keys = {"id", "tool_name", "version", "title", "fingerprint", "exposures"}
+    assert all(set(e) == keys for e in engines)
     echo = next(e for e in engines if e["id"] == "demo.echo")
     assert echo == {
         "id": "demo.echo",
         "tool_name": "demo_echo",
         "version": "1.0.0",
         "title": "Echo",
+        "fingerprint": fingerprint(default_registry.get("demo.echo")),
+        "exposures": {"live": 1},
     }
+    add = next(e for e in engines if e["id"] == "demo.add")
+    assert add["exposures"] == {"held": 1}
+
+
+def test_engines_of_a_tenant_show_each_status(cmd_tenant, settings):
+    bookkeeping.expose_many(cmd_tenant, ["demo.echo", "demo.add"])
+    Exposure.objects.filter(engine_id="demo.add").update(fingerprint="old")
+    Exposure.objects.create(tenant=cmd_tenant, engine_id="gone.engine", tool_name="x")
+
+    held = {
+        r["id"]: r["status"]
+        for r in json.loads(run("mcp_engines", "--tenant", "acme", "--json"))
+    }
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "DRIFT_POLICY": "serve"}
+    table = run("mcp_engines", "--tenant", "acme")
+
+    assert held == {"demo.echo": "live", "demo.add": "held", "gone.engine": "stale"}
+    assert table.splitlines()[0].split() == [
+        "ID",
+        "TOOL",
+        "NAME",
+        "STATUS",
+        "APPROVED",
+        "INSTALLED",
+    ]
+    assert any(
+        line.split()[:3] == ["demo.add", "demo_add", "changed"]
+        for line in table.splitlines()
+    )
 
 
 def test_engines_table_has_a_row_per_engine(db):
     lines = run("mcp_engines").splitlines()
 
-    assert lines[0].split() == ["ID", "TOOL", "NAME", "VERSION", "TITLE"]
+    assert lines[0].split() == [
+        "ID",
+        "TOOL",
+        "NAME",
+        "VERSION",
+        "TITLE",
+        "FINGERPRINT",
+        "EXPOSURES",
+    ]
     assert len(lines) == len(default_registry) + 1
     assert any(line.split()[:2] == ["demo:echo", "demo_echo"] for line in lines)
 

@@ -137,6 +137,7 @@ def assert_same_record(hot: CallScope, sdk: CallScope) -> None:
         "request_id",
         "protocol_version",
         "arguments",
+        "error_code",
     )
     assert {f: getattr(hot.record, f) for f in fields} == {
         f: getattr(sdk.record, f) for f in fields

@@ -47,8 +47,8 @@ def test_a_tool_name_is_published_once_per_tenant_by_construction(tenant):
         exposure(tenant, "demo:echo", "demo_echo")
 
 
-def test_exposure_str_names_tenant_and_tool(tenant):
-    assert str(exposure(tenant, "demo.echo", "demo_echo")) == f"{tenant.pk}:demo_echo"
+def test_exposure_str_names_tool_and_engine(tenant):
+    assert str(exposure(tenant, "demo.echo", "demo_echo")) == "demo_echo (demo.echo)"
 
 
 def test_membership_is_unique_per_tenant_and_user(tenant, member):

@@ -41,6 +41,13 @@ def api_call(route: permissions.ApiRoute, world: World) -> Call:
     """How the matrix calls a route, and the status of a success."""
     base = "/api/tenants/acme/"
     calls = {
+        ("GET", ""): Call("/api/", 200),
+        ("POST", "tenants/{slug}/exposures/{engine_id}/approve/"): Call(
+            f"{base}exposures/demo.echo/approve/", 200
+        ),
+        ("GET", "tenants/{slug}/exposure-events/"): Call(
+            f"{base}exposure-events/", 200
+        ),
         ("GET", "schema/"): Call("/api/schema/", 200),
         ("GET", "docs/"): Call("/api/docs/", 200),
         ("GET", "engines/"): Call("/api/engines/", 200),

@@ -25,12 +25,16 @@ class Command(BaseCommand):
         if options["all"] == bool(engine_ids):
             raise CommandError("Give either ENGINE_ID ... or --all.")
         tenant = get_tenant(slug)
+        skipped: list[bookkeeping.Skipped] = []
         with bookkeeping_errors():
             if options["all"]:
-                created = bookkeeping.expose_all(tenant, via="command")
+                result = bookkeeping.expose_all(tenant, via="command")
+                created, skipped = result.exposed, result.skipped
             else:
                 created = bookkeeping.expose_many(tenant, engine_ids, via="command")
-        if options["all"] and not created:
+        for skip in skipped:
+            self.stderr.write(f"Skipped {skip.engine_id}: {skip.reason}")
+        if options["all"] and not created and not skipped:
             self.stdout.write(f"Every installed engine is already exposed to {slug!r}.")
             return
         names = ", ".join(exposure.tool_name for exposure in created)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from engines_app.context import Principal
+from mcp_gateway import scopes as known
 from mcp_gateway.catalog import Catalog, CatalogEntry
-from mcp_gateway.oauth.config import SCOPE_ALL, SCOPE_READ
 
 
 def groups_of(user: Any, catalog: Catalog) -> frozenset[str]:
@@ -25,10 +25,10 @@ def groups_of(user: Any, catalog: Catalog) -> frozenset[str]:
 
 def covers(scopes: frozenset[str], entry: CatalogEntry) -> bool:
     """True when ``scopes`` allow calling the tool of ``entry``."""
-    if SCOPE_ALL in scopes:
+    if known.TOOLS in scopes:
         return True
     hints = getattr(entry.engine, "hints", None)
-    return SCOPE_READ in scopes and getattr(hints, "read_only", None) is True
+    return known.TOOLS_READ in scopes and getattr(hints, "read_only", None) is True
 
 
 def lacks_scope(

@@ -1,7 +1,7 @@
 """The MCP endpoint under ASGI: the same checks, then JSON or an SSE stream.
 
 A whole ``async def`` view. The boundary checks and authentication are the
-sync view's own (``views._admit``), run in the request's thread-sensitive
+sync view's own (``views.admit``), run in the request's thread-sensitive
 thread as one ``sync_to_async`` call, as are the catalog read and sync
 engines; nothing here touches the ORM on the event loop.
 
@@ -37,7 +37,7 @@ from mcp_gateway import audit, boundary, hotpath, jsonrpc, sse
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.protocol import CallScope, Outcome, ahandle
 from mcp_gateway.streaming import Channel
-from mcp_gateway.views import _admit, call_scope, response_of
+from mcp_gateway.views import admit, call_scope, response_of
 
 logger = logging.getLogger("mcp_gateway")
 
@@ -50,7 +50,7 @@ async def aendpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
         admitted = await sync_to_async(_admit_and_scope)(request, slug)
     except DatabaseError:
         logger.exception("Database unavailable while serving tenant %r", slug)
-        return boundary.error(503, jsonrpc.SERVER_ERROR, "Service unavailable.")
+        return boundary.unavailable()
     if isinstance(admitted, HttpResponse):
         return admitted
     scope, message = admitted
@@ -60,9 +60,7 @@ async def aendpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
         return response_of(await audited(answer(message.payload, scope), scope))
     except DatabaseError:
         logger.exception("Database unavailable while serving tenant %r", slug)
-        return boundary.error(
-            503, jsonrpc.SERVER_ERROR, "Service unavailable.", message.id
-        )
+        return boundary.unavailable(message.id)
 
 
 async def answer(message: dict[str, Any], scope: CallScope) -> Outcome:
@@ -81,7 +79,7 @@ async def audited(answering: Awaitable[Outcome], scope: CallScope) -> Outcome:
 
 def _admit_and_scope(request: HttpRequest, slug: str) -> Admitted | HttpResponse:
     request.get_host()  # DisallowedHost -> 400 before anything else
-    admitted = _admit(request, slug)
+    admitted = admit(request, slug)
     if isinstance(admitted, HttpResponse):
         return admitted
     tenant, principal, message = admitted
@@ -89,9 +87,7 @@ def _admit_and_scope(request: HttpRequest, slug: str) -> Admitted | HttpResponse
         scope = call_scope(request, tenant, principal, message)
     except DatabaseError:
         logger.exception("Database unavailable while serving tenant %r", slug)
-        return boundary.error(
-            503, jsonrpc.SERVER_ERROR, "Service unavailable.", message.id
-        )
+        return boundary.unavailable(message.id)
     return scope if isinstance(scope, HttpResponse) else (scope, message)
 
 
@@ -133,7 +129,7 @@ async def _answer_streaming(
 def _unavailable(slug: str, request_id: object) -> HttpResponse:
     """The JSON path's answer to a database failure, for the SSE path."""
     logger.exception("Database unavailable while serving tenant %r", slug)
-    return boundary.error(503, jsonrpc.SERVER_ERROR, "Service unavailable.", request_id)
+    return boundary.unavailable(request_id)
 
 
 async def _events(
@@ -153,7 +149,7 @@ async def _events(
             # Committed to 200 already: the error goes in the stream.
             logger.exception("Database unavailable while streaming a call")
             error = jsonrpc.error_body(
-                jsonrpc.SERVER_ERROR, "Service unavailable.", request_id
+                jsonrpc.SERVER_ERROR, jsonrpc.UNAVAILABLE, request_id
             )
             yield sse.event(error)
             return

@@ -27,6 +27,11 @@ def error(
     return JsonResponse(jsonrpc.error_body(code, message, id), status=status)
 
 
+def unavailable(id: Any = jsonrpc.NO_ID) -> HttpResponse:
+    """503: the database, the cache or an authorization server is down."""
+    return error(503, jsonrpc.SERVER_ERROR, jsonrpc.UNAVAILABLE, id)
+
+
 def plain(status: int, message: str) -> HttpResponse:
     return error(status, jsonrpc.INVALID_REQUEST, message)
 

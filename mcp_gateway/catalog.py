@@ -15,7 +15,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -50,8 +50,6 @@ class Catalog:
     entries: Mapping[str, CatalogEntry]
     version: int = 0
     """The tenant's catalog version this catalog was built from."""
-    encoded: dict[Any, bytes] = field(default_factory=dict, compare=False, repr=False)
-    """Encoded ``tools/list`` results of this catalog, filled by the hot path."""
 
     def get(self, name: str) -> CatalogEntry | None:
         return self.entries.get(name)

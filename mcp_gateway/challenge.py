@@ -11,9 +11,8 @@ from typing import Any
 
 from django.http import HttpResponse
 
-from mcp_gateway import boundary, jsonrpc
+from mcp_gateway import boundary, jsonrpc, scopes
 from mcp_gateway.models import Tenant
-from mcp_gateway.oauth.config import SCOPE_ALL
 from mcp_gateway.oauth.resource import metadata_url
 
 REALM = "mcp"
@@ -36,7 +35,7 @@ def insufficient_scope(tenant: Tenant, id: Any = jsonrpc.NO_ID) -> HttpResponse:
     """403: the token's scopes do not cover this call (step-up possible)."""
     parts = [
         'error="insufficient_scope"',
-        f'scope="{SCOPE_ALL}"',
+        f'scope="{scopes.TOOLS}"',
         'error_description="The access token does not allow this tool call."',
     ]
     if tenant.authorization_servers.exists():
@@ -52,4 +51,5 @@ def _discovery(tenant: Tenant) -> list[str]:
     """``resource_metadata`` and ``scope`` for a mount with an authorization server."""
     if not tenant.authorization_servers.exists():
         return []
-    return [f'resource_metadata="{metadata_url(tenant.slug)}"', f'scope="{SCOPE_ALL}"']
+    metadata = metadata_url(tenant.slug)
+    return [f'resource_metadata="{metadata}"', f'scope="{scopes.TOOLS}"']

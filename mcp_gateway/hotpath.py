@@ -7,7 +7,8 @@ interpret:
 
 - ``tools/list`` with no params, or only ``_meta`` and a string ``cursor``:
   the SDK's own answer for the catalog and protocol revision, encoded once
-  and kept with the catalog (a catalog lives as long as its version);
+  and kept in :data:`encoded_lists` while the catalog lives (a cached
+  catalog lives as long as its version);
 - ``tools/call`` of a tool in the catalog, with params of only ``name``, an
   object ``arguments`` and ``_meta``, from a client that cannot be asked for
   input: the same admission, audit record, adapter and deadlines as the SDK
@@ -34,8 +35,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from engines_app.context import EngineContext
 from mcp_gateway import adapter, callrecord, interaction, jsonrpc, protocol
-from mcp_gateway.catalog import CatalogEntry
-from mcp_gateway.conf import GatewaySettings, gateway_settings
+from mcp_gateway.catalog import Catalog, CatalogEntry
+from mcp_gateway.conf import gateway_settings
 from mcp_gateway.protocol import (
     CallScope,
     Outcome,
@@ -46,6 +47,38 @@ from mcp_gateway.protocol import (
 )
 
 _LIST_KEYS = frozenset({"_meta", "cursor"})
+_ENCODED_LISTS_SIZE = 4096
+
+
+class EncodedLists:
+    """Encoded ``tools/list`` results per catalog object and revision.
+
+    Keyed by the catalog's identity; each entry keeps the catalog (so the
+    identity is never reused while the entry lives) and the settings it
+    was encoded under. Bounded: full, it starts over.
+    """
+
+    def __init__(self, size: int = _ENCODED_LISTS_SIZE) -> None:
+        self._size = size
+        self._entries: dict[tuple[int, str], tuple[Catalog, object, bytes]] = {}
+
+    def get(self, catalog: Catalog, version: str) -> bytes | None:
+        hit = self._entries.get((id(catalog), version))
+        if hit is None or hit[0] is not catalog or hit[1] is not gateway_settings():
+            return None
+        return hit[2]
+
+    def put(self, catalog: Catalog, version: str, encoded: bytes) -> None:
+        if len(self._entries) >= self._size:
+            self._entries.clear()
+        self._entries[id(catalog), version] = (catalog, gateway_settings(), encoded)
+
+    def count(self, catalog: Catalog) -> int:
+        """How many revisions of ``catalog`` are held (tests)."""
+        return sum(1 for held, _, _ in self._entries.values() if held is catalog)
+
+
+encoded_lists = EncodedLists()
 _CALL_KEYS = frozenset({"_meta", "name", "arguments"})
 
 
@@ -158,7 +191,7 @@ def _route(
 
 def _listed(plan: _Plan, scope: CallScope) -> Outcome | None:
     """The encoded answer for this catalog and revision, if there is one."""
-    result = scope.catalog.encoded.get(_list_key(plan))
+    result = encoded_lists.get(scope.catalog, plan.route.version)
     return None if result is None else _answer(plan.request_id, result)
 
 
@@ -166,12 +199,8 @@ def _remember(plan: _Plan, scope: CallScope, outcome: Outcome) -> Outcome:
     """Keep the SDK's answer, encoded, for the next request; return it."""
     body = outcome.body
     if outcome.status == 200 and body is not None and "result" in body:
-        scope.catalog.encoded[_list_key(plan)] = _encode(body["result"])
+        encoded_lists.put(scope.catalog, plan.route.version, _encode(body["result"]))
     return outcome
-
-
-def _list_key(plan: _Plan) -> tuple[str, GatewaySettings]:
-    return (plan.route.version, gateway_settings())
 
 
 # -- tools/call -----------------------------------------------------------------

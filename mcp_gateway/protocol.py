@@ -55,6 +55,7 @@ from mcp_gateway import (
     callrecord,
     deadlines,
     interaction,
+    jsonrpc,
     quotas,
     ratelimit,
     request_state,
@@ -435,11 +436,10 @@ def admit_call(
         return quotas.admit(request_id, scope)  # call quotas, after the limits
     if verdict.unavailable:
         finish(scope, callrecord.FAILED)
-        error = types.ErrorData(code=-32000, message="Service unavailable.")
-        return error_outcome(request_id, error, 503)
+        return error_outcome(request_id, jsonrpc.unavailable(), 503)
     finish(scope, callrecord.RATE_LIMITED)
     error = types.ErrorData(
-        code=-32000,
+        code=jsonrpc.SERVER_ERROR,
         message="Rate limit exceeded; retry later.",
         data={"retryAfter": verdict.retry_after},
     )

@@ -34,7 +34,7 @@ import mcp_types as types
 from django.core.cache import caches
 
 from engines_app.context import Principal
-from mcp_gateway import ratelimit
+from mcp_gateway import jsonrpc, ratelimit
 from mcp_gateway.callrecord import BUSY, DENIED, FAILED, INVALID, QUOTA, RATE_LIMITED
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.models import Tenant
@@ -228,11 +228,10 @@ def admit(request_id: Any, scope: Any) -> Outcome | None:
 
     if verdict.unavailable:
         finish(scope, FAILED)
-        error = types.ErrorData(code=-32000, message="Service unavailable.")
-        return error_outcome(request_id, error, 503)
+        return error_outcome(request_id, jsonrpc.unavailable(), 503)
     finish(scope, QUOTA)
     error = types.ErrorData(
-        code=-32000,
+        code=jsonrpc.SERVER_ERROR,
         message=f"Call quota for this {verdict.period} used up; retry after it resets.",
         data={
             "code": CODE,

@@ -7,9 +7,6 @@ authentication (a browser's ``Origin``) or that are refused load it here.
 
 from __future__ import annotations
 
-from django.http import HttpResponse
-
-from mcp_gateway import boundary
 from mcp_gateway.compiled import CompiledSelect
 from mcp_gateway.models import Tenant
 
@@ -35,6 +32,7 @@ class TenantLookup:
         """The tenant if it was read already, without a query."""
         return self._tenant if isinstance(self._tenant, Tenant) else None
 
-    def missing(self) -> HttpResponse | None:
-        """404 when there is no such active tenant, else None."""
-        return boundary.plain(404, "Not found.") if self.get() is None else None
+    @property
+    def missing(self) -> bool:
+        """Whether there is no active tenant with this slug (reads it)."""
+        return self.get() is None

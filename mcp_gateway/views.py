@@ -20,10 +20,12 @@ from mcp_gateway import (
     boundary,
     callrecord,
     checks,
+    credentials,
     hotpath,
     jsonrpc,
     observe,
     quotas,
+    scopes,
 )
 from mcp_gateway.callrecord import CallRecord
 from mcp_gateway.catalog import catalog_for
@@ -36,23 +38,21 @@ from mcp_gateway.tenancy import TenantLookup
 
 logger = logging.getLogger("mcp_gateway")
 
-ANONYMOUS_SCOPES = frozenset({"mcp:tools"})
-
 
 @csrf_exempt  # bearer tokens only: no cookie ever authenticates this view
 def endpoint(request: HttpRequest, slug: str) -> HttpResponse:
     request.get_host()  # DisallowedHost -> 400 before anything else
     try:
-        admitted = _admit(request, slug)
+        admitted = admit(request, slug)
         if isinstance(admitted, HttpResponse):
             return admitted
         return _dispatch(request, *admitted)
     except DatabaseError:
         logger.exception("Database unavailable while serving tenant %r", slug)
-        return boundary.error(503, jsonrpc.SERVER_ERROR, "Service unavailable.")
+        return boundary.unavailable()
 
 
-def _admit(
+def admit(
     request: HttpRequest, slug: str
 ) -> tuple[Tenant, Principal, jsonrpc.Message] | HttpResponse:
     """Run every boundary check; return what dispatch needs or a refusal.
@@ -76,7 +76,7 @@ def _admit(
         or boundary.check_authorization_syntax(request)
     )
     if refusal is not None:
-        return lookup.missing() or refusal
+        return _not_found() if lookup.missing else refusal
     authenticated = _authenticate(request, lookup)
     if isinstance(authenticated, HttpResponse):
         return authenticated
@@ -105,7 +105,7 @@ def _check_auth_mode() -> HttpResponse | None:
         "MCP authentication is disabled outside a loopback development setup "
         "(check mcp_gateway.E003); every MCP request is refused."
     )
-    return boundary.error(503, jsonrpc.SERVER_ERROR, "Service unavailable.")
+    return boundary.unavailable()
 
 
 def _check_origin(request: HttpRequest, lookup: TenantLookup) -> HttpResponse | None:
@@ -120,37 +120,49 @@ def _authenticate(
     if gateway_settings().AUTH_MODE == AUTH_DISABLED:
         tenant = lookup.get()
         if tenant is None:
-            return boundary.plain(404, "Not found.")
+            return _not_found()
         return tenant, Principal(
-            tenant=tenant.slug, tenant_id=tenant.pk, scopes=ANONYMOUS_SCOPES
+            tenant=tenant.slug, tenant_id=tenant.pk, scopes=scopes.ANONYMOUS
         )
     token = boundary.bearer_token(request)
-    user = None
+    user, credential = None, None
     if token is not None:
         try:
-            user = bearer.authenticate_bearer(
-                request, token, lookup.loaded or lookup.slug
-            )
+            user, credential = _verify(request, token, lookup)
         except AuthUnavailable:
             logger.exception("Authorization server unavailable for %r", lookup.slug)
-            return boundary.error(503, jsonrpc.SERVER_ERROR, "Service unavailable.")
-    tenant = getattr(user, "mcp_tenant", None) or lookup.get()
+            return boundary.unavailable()
+    tenant = credential.tenant if credential is not None else lookup.get()
     if tenant is None:
-        return boundary.plain(404, "Not found.")
+        return _not_found()
     if user is None:
         return challenge(tenant, invalid=token is not None)
-    return tenant, _principal(tenant, user)
+    if credential is None:  # a site's own backend: no scopes, no token row
+        credential = credentials.Credential(user, tenant, frozenset())
+    return tenant, _principal(credential)
 
 
-def _principal(tenant: Tenant, user: Any) -> Principal:
-    token = getattr(user, "mcp_token", None)
-    scopes = getattr(user, "mcp_scopes", None) or (token.scopes if token else ())
+def _verify(
+    request: HttpRequest, token: str, lookup: TenantLookup
+) -> tuple[Any, credentials.Credential | None]:
+    """The user the site's auth backends accept, and what they verified."""
+    with credentials.collecting() as granted:
+        user = bearer.authenticate_bearer(request, token, lookup.loaded or lookup.slug)
+    return user, None if user is None else granted.of(user)
+
+
+def _not_found() -> HttpResponse:
+    return boundary.plain(404, "Not found.")
+
+
+def _principal(credential: credentials.Credential) -> Principal:
+    tenant, user, token = credential.tenant, credential.user, credential.token
     fields: dict[str, Any] = {
         "tenant": tenant.slug,
         "tenant_id": tenant.pk,
         "user": user.get_username(),
         "token": token.prefix if token else None,
-        "scopes": frozenset(scopes),
+        "scopes": credential.scopes,
         "groups": access.groups_of(user, catalog_for(tenant)),
     }
     if token is not None and (token.calls_per_day or token.calls_per_month):
@@ -224,9 +236,7 @@ def _dispatch(
             audit.record_call(scope.record, tenant, principal)
     except DatabaseError:
         logger.exception("Database unavailable while serving tenant %r", tenant.slug)
-        return boundary.error(
-            503, jsonrpc.SERVER_ERROR, "Service unavailable.", message.id
-        )
+        return boundary.unavailable(message.id)
     return response_of(outcome)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, cast
 
@@ -148,6 +148,36 @@ def record_change(
         actor=actor,
         actor_name=actor.get_username()[:150] if actor is not None else "",
         via=via,
+    )
+
+
+def record_changes(
+    tenants: Sequence[Tenant],
+    action: str,
+    engine_ids: Iterable[str],
+    *,
+    by: AbstractBaseUser | AnonymousUser | None,
+    via: str,
+) -> None:
+    """The same change to many tenants: one event each, written in bulk."""
+    actor = acting_user(by)
+    name = actor.get_username()[:150] if actor is not None else ""
+    ids = sorted(engine_ids)
+    ExposureEvent.objects.bulk_create(
+        [
+            ExposureEvent(
+                tenant=tenant,
+                tenant_slug=tenant.slug,
+                action=action,
+                engine_ids=ids,
+                catalog_version=tenant.catalog_version,
+                actor=actor,
+                actor_name=name,
+                via=via,
+            )
+            for tenant in tenants
+        ],
+        batch_size=2000,
     )
 
 

@@ -1,4 +1,4 @@
-"""``mcp_seed``: bulk filler tenants for the scale benchmark."""
+"""``mcp_seed``: bulk filler tenants for the scale benchmark (the demo app's)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from engines_app.registry import default_registry
+from mcp_gateway.audit_models import ExposureEvent
 from mcp_gateway.models import Exposure, Tenant
 
 
@@ -18,6 +19,19 @@ def test_seeding_creates_tenants_each_exposing_the_first_engines(db):
     assert slugs == ["seed-00000", "seed-00001", "seed-00002"]
     assert sorted(exposed.values_list("engine_id", flat=True)) == first_two
     assert Exposure.objects.count() == 6
+
+
+def test_seeding_goes_through_bookkeeping(db):
+    """Each new tenant gets a version bump and an exposure event."""
+    call_command("mcp_seed", "--tenants", "2", "--exposures", "1")
+
+    versions = set(Tenant.objects.values_list("catalog_version", flat=True))
+    events = ExposureEvent.objects.order_by("tenant_slug")
+    assert versions == {2}
+    assert [(e.tenant_slug, e.action, e.via, e.catalog_version) for e in events] == [
+        ("seed-00000", "expose", "command", 2),
+        ("seed-00001", "expose", "command", 2),
+    ]
 
 
 def test_seeding_again_adds_only_the_missing_tenants(db):

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable
-from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError
@@ -33,9 +32,10 @@ from django.http import (
 )
 from django.views.decorators.csrf import csrf_exempt
 
-from mcp_gateway import audit, boundary, hotpath, jsonrpc, sse
+from mcp_gateway import audit, boundary, jsonrpc, sse
 from mcp_gateway.conf import gateway_settings
-from mcp_gateway.protocol import CallScope, Outcome, ahandle
+from mcp_gateway.dispatch.core import ahandle
+from mcp_gateway.dispatch.scope import CallScope, Outcome
 from mcp_gateway.streaming import Channel
 from mcp_gateway.views import admit, call_scope, response_of
 
@@ -57,15 +57,10 @@ async def aendpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
     if _streamable(request, message):
         return await _answer_streaming(scope, message)
     try:
-        return response_of(await audited(answer(message.payload, scope), scope))
+        return response_of(await audited(ahandle(message.payload, scope), scope))
     except DatabaseError:
         logger.exception("Database unavailable while serving tenant %r", slug)
         return boundary.unavailable(message.id)
-
-
-async def answer(message: dict[str, Any], scope: CallScope) -> Outcome:
-    """The hot path's answer when it has one, else the SDK's."""
-    return await hotpath.atry_handle(message, scope) or await ahandle(message, scope)
 
 
 async def audited(answering: Awaitable[Outcome], scope: CallScope) -> Outcome:
@@ -110,7 +105,7 @@ async def _answer_streaming(
         log_sink=channel.log,
         record=scope.record,
     )
-    call = asyncio.ensure_future(audited(answer(message.payload, scope), scope))
+    call = asyncio.ensure_future(audited(ahandle(message.payload, scope), scope))
     call.add_done_callback(channel.wake)
     try:
         await channel.wait(_keepalive_seconds())

@@ -79,6 +79,18 @@ def unavailable() -> ErrorData:
     return ErrorData(code=SERVER_ERROR, message=UNAVAILABLE)
 
 
+def progress_params(
+    token: Any, progress: float, total: float | None, message: str | None
+) -> dict[str, Any]:
+    """The params of ``notifications/progress`` (optional members omitted)."""
+    params: dict[str, Any] = {"progressToken": token, "progress": progress}
+    if total is not None:
+        params["total"] = total
+    if message is not None:
+        params["message"] = message
+    return params
+
+
 def is_valid_id(value: Any) -> bool:
     """MCP ids are strings or integers, never null, booleans or fractions."""
     return isinstance(value, str) or (

@@ -233,7 +233,7 @@ def _version(request: HttpRequest, message: dict[str, Any] | None = None) -> str
 
 
 def _version_label(request: HttpRequest) -> str:
-    from mcp_gateway.protocol import SUPPORTED_VERSIONS
+    from mcp_gateway.dispatch.era import SUPPORTED_VERSIONS
 
     header = request.headers.get(VERSION_HEADER)
     if header is None:

@@ -28,19 +28,15 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import mcp_types as types
 from django.core.cache import caches
 
 from engines_app.context import Principal
-from mcp_gateway import jsonrpc, ratelimit
-from mcp_gateway.callrecord import BUSY, DENIED, FAILED, INVALID, QUOTA, RATE_LIMITED
+from mcp_gateway import ratelimit
+from mcp_gateway.callrecord import BUSY, DENIED, INVALID, QUOTA, RATE_LIMITED
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.models import Tenant
-
-if TYPE_CHECKING:
-    from mcp_gateway.protocol import Outcome
 
 DAY = "day"
 MONTH = "month"
@@ -212,32 +208,3 @@ def usage(tenant: Tenant, now: datetime | None = None) -> list[Usage]:
         Usage(DAY, int(counts.get(keys[DAY], 0)), tenant.calls_per_day),
         Usage(MONTH, int(counts.get(keys[MONTH], 0)), tenant.calls_per_month),
     ]
-
-
-def admit(request_id: Any, scope: Any) -> Outcome | None:
-    """Count a ``tools/call`` the rate limits admitted: ``None`` when it may
-    run (its units noted on the call's record), else the protocol layer's
-    refusal (429, or 503 while the cache is down and fail-closed)."""
-    verdict = check(scope.tenant, scope.principal)
-    record = scope.record
-    if verdict.allowed:
-        if record is not None and verdict.charged:
-            record.charged = verdict.charged
-        return None
-    from mcp_gateway.protocol import Outcome, error_outcome, finish
-
-    if verdict.unavailable:
-        finish(scope, FAILED)
-        return error_outcome(request_id, jsonrpc.unavailable(), 503)
-    finish(scope, QUOTA)
-    error = types.ErrorData(
-        code=jsonrpc.SERVER_ERROR,
-        message=f"Call quota for this {verdict.period} used up; retry after it resets.",
-        data={
-            "code": CODE,
-            "period": verdict.period,
-            "retryAfter": verdict.retry_after,
-        },
-    )
-    refused = error_outcome(request_id, error, 429)
-    return Outcome(429, refused.body, {"Retry-After": str(verdict.retry_after)})

@@ -19,7 +19,8 @@ from mcp.server.connection import allowed_log_levels
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcp_gateway.protocol import version_header
+from mcp_gateway.dispatch.era import version_header
+from mcp_gateway.jsonrpc import progress_params
 
 LEVELS: tuple[str, ...] = get_args(types.LoggingLevel)
 HANDSHAKE_LOG_LEVEL = "info"
@@ -73,11 +74,7 @@ class Channel:
             if self._last_progress is not None and progress <= self._last_progress:
                 return
             self._last_progress = progress
-        params: dict[str, Any] = {"progressToken": self._token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None:
-            params["message"] = message
+        params = progress_params(self._token, progress, total, message)
         self._put("notifications/progress", params)
 
     def log(self, level: str, message: str) -> None:

@@ -21,7 +21,6 @@ from mcp_gateway import (
     callrecord,
     checks,
     credentials,
-    hotpath,
     jsonrpc,
     observe,
     quotas,
@@ -31,9 +30,10 @@ from mcp_gateway.callrecord import CallRecord
 from mcp_gateway.catalog import catalog_for
 from mcp_gateway.challenge import challenge, insufficient_scope
 from mcp_gateway.conf import AUTH_DISABLED, gateway_settings
+from mcp_gateway.dispatch.core import handle
+from mcp_gateway.dispatch.scope import CallScope, Outcome
 from mcp_gateway.models import Tenant
 from mcp_gateway.oauth.fetch import AuthUnavailable
-from mcp_gateway.protocol import CallScope, Outcome, handle
 from mcp_gateway.tenancy import TenantLookup
 
 logger = logging.getLogger("mcp_gateway")
@@ -229,9 +229,7 @@ def _dispatch(
         scope = call_scope(request, tenant, principal, message)
         if isinstance(scope, HttpResponse):
             return scope
-        outcome = hotpath.try_handle(message.payload, scope) or handle(
-            message.payload, scope
-        )
+        outcome = handle(message.payload, scope)
         if scope.record is not None:
             audit.record_call(scope.record, tenant, principal)
     except DatabaseError:

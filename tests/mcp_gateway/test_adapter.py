@@ -16,9 +16,9 @@ from engines_app.engine import Engine, Hints, Icon, engine
 from engines_app.errors import EngineError
 from engines_app.registry import EngineRegistry
 from engines_app.results import Audio, Image, Resource, RichResult, Text
-from mcp_gateway import adapter
 from mcp_gateway.catalog import build_catalog
 from mcp_gateway.models import Tenant
+from mcp_gateway.runtime import adapter
 
 ALICE = Principal(tenant="acme", user="alice", scopes=frozenset({"mcp:tools"}))
 ANONYMOUS = Principal(tenant="acme")

@@ -8,7 +8,7 @@ from typing import Any
 
 from engines_app.context import EngineContext, Principal
 from engines_app.engine import engine
-from mcp_gateway.adapter import aexecute, build_context
+from mcp_gateway.runtime.adapter import aexecute, build_context
 
 stops: list[str] = []
 

@@ -1,9 +1,10 @@
-"""The hot path and the SDK path give the same answers.
+"""The dispatcher's own handlers answer as the SDK would.
 
-Every eligible ``tools/list`` and ``tools/call`` is answered twice, by
-``hotpath.try_handle`` and by ``protocol.handle`` (the SDK's ``serve_one``),
-each with a fresh scope, and the two must agree on status, headers, body and
-audit record. Requests the hot path must leave to the SDK return ``None``.
+Every plain ``tools/list`` and ``tools/call`` is answered twice by the one
+dispatcher: as it chooses (its own handler) and with ``through_sdk=True``
+(the SDK's ``serve_one``), each with a fresh scope, and the two must agree
+on status, headers, body and audit record. Requests the dispatcher must
+leave to the SDK are those :func:`core.select` gives ``None``.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ from engines_app.context import Principal
 from engines_app.engine import Engine, engine
 from engines_app.interaction import InputRequest
 from engines_app.registry import default_registry
-from mcp_gateway import bookkeeping, hotpath
+from mcp_gateway import bookkeeping
 from mcp_gateway.callrecord import CallRecord
 from mcp_gateway.catalog import catalog_for, clear_cache
+from mcp_gateway.dispatch import core, era
+from mcp_gateway.dispatch.core import ahandle, handle
+from mcp_gateway.dispatch.scope import CallScope, Outcome
 from mcp_gateway.models import Tenant
-from mcp_gateway.protocol import CallScope, Outcome, ahandle, handle
 
 MODERN = "2026-07-28"
 ENGINES = [
@@ -99,6 +102,14 @@ def body_of(outcome: Outcome) -> Any:
     return outcome.body
 
 
+def chosen(message: dict[str, Any], scope: CallScope) -> object:
+    """Who the dispatcher picks for ``message``: ``None`` is the SDK."""
+    route = era.route_of(message, scope.headers)
+    if isinstance(route, era.Rejection):
+        return None
+    return core.select(message["method"], message.get("params"), route, scope.catalog)
+
+
 def both(
     tenant: Tenant,
     message: dict[str, Any],
@@ -106,17 +117,18 @@ def both(
     *,
     run_async: bool = False,
 ) -> tuple[Outcome, CallScope, Outcome, CallScope]:
-    """Answer ``message`` on the hot path and on the SDK path (sync or async)."""
+    """Answer ``message`` by the dispatcher's choice and through the SDK."""
     hot_scope, sdk_scope = scope_for(tenant, headers), scope_for(tenant, headers)
+    assert chosen(message, hot_scope) is not None, "left a plain request to the SDK"
     copy = json.loads(json.dumps(message))
-    if run_async:
-        hot = asyncio.run(hotpath.atry_handle(copy, hot_scope))
-    else:
-        hot = hotpath.try_handle(copy, hot_scope)
-    assert hot is not None, "the hot path declined an eligible request"
+    hot = (
+        asyncio.run(ahandle(copy, hot_scope)) if run_async else handle(copy, hot_scope)
+    )
     copy = json.loads(json.dumps(message))
     sdk = (
-        asyncio.run(ahandle(copy, sdk_scope)) if run_async else handle(copy, sdk_scope)
+        asyncio.run(ahandle(copy, sdk_scope, through_sdk=True))
+        if run_async
+        else handle(copy, sdk_scope, through_sdk=True)
     )
     return hot, hot_scope, sdk, sdk_scope
 
@@ -195,7 +207,7 @@ def test_the_async_twin_lists_as_the_sdk(hot_tenant: Tenant, era: str) -> None:
     message, headers = request(era, "tools/list", None)
     hot, _, sdk, _ = both(hot_tenant, message, headers, run_async=True)
     assert_same(hot, sdk)
-    again = asyncio.run(hotpath.atry_handle(message, scope_for(hot_tenant, headers)))
+    again = asyncio.run(ahandle(message, scope_for(hot_tenant, headers)))
     assert again is not None
     assert body_of(again) == body_of(sdk)
 
@@ -238,20 +250,20 @@ def test_tools_list_answers_as_the_sdk_and_is_encoded_once(
     first, _, sdk, _ = both(hot_tenant, message, headers)
     assert_same(first, sdk)
     catalog = catalog_for(hot_tenant)
-    assert hotpath.encoded_lists.count(catalog) == 1  # one for this revision
+    assert core.encoded_lists.count(catalog) == 1  # one for this revision
     message["id"] = "second"
-    again = hotpath.try_handle(message, scope_for(hot_tenant, headers))
+    again = handle(message, scope_for(hot_tenant, headers))
     assert again is not None
     assert body_of(again) == {**body_of(sdk), "id": "second"}
-    assert hotpath.encoded_lists.count(catalog) == 1
+    assert core.encoded_lists.count(catalog) == 1
 
 
 def test_tools_list_follows_the_catalog_version(hot_tenant: Tenant) -> None:
     message, headers = request("2025-11-25", "tools/list", None)
-    before = hotpath.try_handle(message, scope_for(hot_tenant, headers))
+    before = handle(message, scope_for(hot_tenant, headers))
     bookkeeping.unexpose(hot_tenant, "demo.echo")
     hot_tenant.refresh_from_db()
-    after = hotpath.try_handle(message, scope_for(hot_tenant, headers))
+    after = handle(message, scope_for(hot_tenant, headers))
     assert before is not None
     assert after is not None
     names = [tool["name"] for tool in body_of(after)["result"]["tools"]]
@@ -264,9 +276,9 @@ def test_tools_list_follows_the_catalog_version(hot_tenant: Tenant) -> None:
 
 def test_tools_list_answer_follows_the_settings(hot_tenant: Tenant) -> None:
     message, headers = request(MODERN, "tools/list", None)
-    first = hotpath.try_handle(message, scope_for(hot_tenant, headers))
+    first = handle(message, scope_for(hot_tenant, headers))
     with override_settings(MCP_GATEWAY={"TOOLS_LIST_TTL_MS": 5}):
-        changed = hotpath.try_handle(message, scope_for(hot_tenant, headers))
+        changed = handle(message, scope_for(hot_tenant, headers))
     assert first is not None
     assert changed is not None
     assert body_of(first)["result"]["ttlMs"] == 60_000
@@ -318,9 +330,7 @@ def test_requests_left_to_the_sdk(
         else ({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}, {})
     )
     scope = scope_for(hot_tenant, default_headers if headers is None else headers)
-    assert hotpath.try_handle(message, scope) is None
-    assert scope.record is not None
-    assert scope.record.outcome is None
+    assert chosen(message, scope) is None
 
 
 def test_a_client_that_can_be_asked_takes_the_sdk_path(hot_tenant: Tenant) -> None:
@@ -328,7 +338,7 @@ def test_a_client_that_can_be_asked_takes_the_sdk_path(hot_tenant: Tenant) -> No
     message["params"] = envelope(
         {"name": "demo_echo", "arguments": {"text": "x"}}, {"elicitation": {}}
     )
-    assert hotpath.try_handle(message, scope_for(hot_tenant, headers)) is None
+    assert chosen(message, scope_for(hot_tenant, headers)) is None
 
 
 def test_an_engine_asking_on_a_legacy_wire_is_a_tool_error_on_both_paths(
@@ -378,7 +388,7 @@ def test_sync_engines_run_in_the_pool_with_their_deadline(pool_engines: None) ->
     for name in ("hot_pooled", "hot_sleepy"):
         message, headers = request("2025-11-25", "tools/call", {"name": name})
         scope = scope_for(tenant, headers)
-        outcome = hotpath.try_handle(message, scope)
+        outcome = handle(message, scope)
         assert outcome is not None
         assert scope.record is not None
         answers[name] = (body_of(outcome)["result"], scope.record.outcome)

@@ -1,4 +1,4 @@
-"""Multi round-trip confirmation through ``protocol.handle`` (2026-07-28)."""
+"""Multi round-trip confirmation through ``dispatch.core.handle`` (2026-07-28)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from demo.models import Note
 from engines_app.context import Principal
 from mcp_gateway import bookkeeping
 from mcp_gateway.catalog import catalog_for, clear_cache
+from mcp_gateway.dispatch.core import handle
+from mcp_gateway.dispatch.scope import CallScope, Outcome
 from mcp_gateway.models import Tenant
-from mcp_gateway.protocol import CallScope, Outcome, handle
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -72,9 +73,9 @@ def delete(
 
 
 def result(outcome: Outcome) -> dict[str, Any]:
-    assert outcome.body is not None
-    assert "error" not in outcome.body, outcome.body
-    value: dict[str, Any] = outcome.body["result"]
+    assert outcome.json is not None
+    assert "error" not in outcome.json, outcome.json
+    value: dict[str, Any] = outcome.json["result"]
     return value
 
 
@@ -86,8 +87,8 @@ def asked(tenant: Tenant, note: Note) -> str:
 
 
 def refused_with_invalid_params(outcome: Outcome) -> bool:
-    assert outcome.body is not None
-    return outcome.status == 400 and outcome.body["error"]["code"] == -32602
+    assert outcome.json is not None
+    return outcome.status == 400 and outcome.json["error"]["code"] == -32602
 
 
 def test_a_destructive_engine_asks_for_confirmation_first(tenant, note):

@@ -236,7 +236,7 @@ def test_audit_write_failures_are_counted(
 
 
 def test_the_engine_pool_gauges_follow_a_run(metrics_on):
-    from mcp_gateway import deadlines
+    from mcp_gateway.runtime import deadlines
 
     pool = deadlines.engine_pool()
     before = value("mcp_gateway_engine_pool_in_use")

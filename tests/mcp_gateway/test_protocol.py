@@ -1,4 +1,4 @@
-"""``protocol.handle``/``ahandle`` driven with real tenants and exposures."""
+"""``dispatch.core.handle``/``ahandle`` driven with real tenants and exposures."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ from engines_app.context import EngineContext, Principal
 from engines_app.engine import engine
 from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping
-from mcp_gateway.adapter import build_tool
 from mcp_gateway.catalog import Catalog, CatalogEntry, catalog_for, clear_cache
+from mcp_gateway.dispatch.core import ahandle, handle
+from mcp_gateway.dispatch.scope import CallScope, Outcome
 from mcp_gateway.models import Tenant
-from mcp_gateway.protocol import CallScope, Outcome, ahandle, handle
+from mcp_gateway.runtime.adapter import build_tool
 
 MODERN = "2026-07-28"
 CLIENT_INFO = {"name": "tests", "version": "1.0"}
@@ -94,15 +95,15 @@ def modern(
 
 
 def result_of(outcome: Outcome) -> dict[str, Any]:
-    assert outcome.body is not None
-    assert "error" not in outcome.body, outcome.body
-    result: dict[str, Any] = outcome.body["result"]
+    assert outcome.json is not None
+    assert "error" not in outcome.json, outcome.json
+    result: dict[str, Any] = outcome.json["result"]
     return result
 
 
 def error_of(outcome: Outcome) -> dict[str, Any]:
-    assert outcome.body is not None
-    error: dict[str, Any] = outcome.body["error"]
+    assert outcome.json is not None
+    error: dict[str, Any] = outcome.json["error"]
     return error
 
 
@@ -147,8 +148,8 @@ def test_unsupported_header_on_the_2025_path_is_400_invalid_request(
     outcome = legacy(proto_tenant, "tools/list", request_id=7, version=version)
 
     assert outcome.status == 400
-    assert outcome.body is not None
-    assert outcome.body["id"] == 7
+    assert outcome.json is not None
+    assert outcome.json["id"] == 7
     assert error_of(outcome)["code"] == -32600
 
 
@@ -218,7 +219,7 @@ def test_internal_failure_is_a_generic_tool_error(proto_tenant, caplog):
 
     result = result_of(outcome)
     assert result["isError"] is True
-    assert "SECRET" not in str(outcome.body)
+    assert "SECRET" not in str(outcome.json)
     assert "EXECUTION_FAILED" in result["content"][0]["text"]
     assert "SECRET" in caplog.text
 
@@ -282,18 +283,18 @@ def test_server_discover_is_method_not_found_on_the_2025_wire(proto_tenant):
 def test_request_ids_keep_type_and_value(proto_tenant, request_id):
     outcome = legacy(proto_tenant, "ping", request_id=request_id)
 
-    assert outcome.body is not None
-    assert outcome.body["id"] == request_id
-    assert type(outcome.body["id"]) is type(request_id)
+    assert outcome.json is not None
+    assert outcome.json["id"] == request_id
+    assert type(outcome.json["id"]) is type(request_id)
 
 
 @pytest.mark.parametrize("request_id", [0, "", 9007199254740993])
 def test_error_responses_keep_the_request_id(proto_tenant, request_id):
     outcome = legacy(proto_tenant, "no/such", request_id=request_id)
 
-    assert outcome.body is not None
-    assert outcome.body["id"] == request_id
-    assert type(outcome.body["id"]) is type(request_id)
+    assert outcome.json is not None
+    assert outcome.json["id"] == request_id
+    assert type(outcome.json["id"]) is type(request_id)
 
 
 def test_stale_exposures_are_never_served(proto_tenant):
@@ -440,8 +441,8 @@ def test_modern_header_without_envelope_is_invalid_params(proto_tenant):
 def test_modern_ids_keep_type_and_value(proto_tenant):
     outcome = modern(proto_tenant, "tools/list", request_id=9007199254740993)
 
-    assert outcome.body is not None
-    assert outcome.body["id"] == 9007199254740993
+    assert outcome.json is not None
+    assert outcome.json["id"] == 9007199254740993
 
 
 # -- Catalog caching ------------------------------------------------------------
@@ -595,7 +596,7 @@ def test_a_notification_is_accepted_without_a_body(proto_tenant):
 
     outcome = handle(message, scope)
 
-    assert (outcome.status, outcome.body) == (202, None)
+    assert (outcome.status, outcome.json) == (202, None)
 
 
 class BrokenCatalog(Catalog):
@@ -624,7 +625,7 @@ def test_internal_failure_is_a_generic_internal_error(proto_tenant, caplog, era)
 
     assert outcome.status == 200
     assert error_of(outcome) == {"code": -32603, "message": "Internal error"}
-    assert "SECRET" not in str(outcome.body)
+    assert "SECRET" not in str(outcome.json)
     assert "SECRET" in caplog.text
 
 

@@ -45,9 +45,10 @@ from pydantic import BaseModel
 from engines_app.context import Principal
 from mcp_gateway import bookkeeping
 from mcp_gateway.catalog import Catalog, catalog_for, clear_cache
-from mcp_gateway.dispatch_context import SingleExchangeContext
+from mcp_gateway.dispatch.core import ahandle
+from mcp_gateway.dispatch.exchange import SingleExchangeContext
+from mcp_gateway.dispatch.scope import CallScope
 from mcp_gateway.models import Tenant
-from mcp_gateway.protocol import CallScope, ahandle
 
 
 def parameters(function: Callable[..., Any]) -> list[str]:
@@ -214,7 +215,7 @@ def asgi_endpoint(tenant: Tenant, catalog: Catalog) -> Callable[..., Awaitable[N
         if "id" not in message:
             return 202, b""
         outcome = await ahandle(message, CallScope(tenant, catalog, principal, headers))
-        return outcome.status, json.dumps(outcome.body).encode()
+        return outcome.status, outcome.encoded or json.dumps(outcome.body).encode()
 
     return app
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from mcp_gateway.simple_schema import plain_check
+from mcp_gateway.runtime.simple_schema import plain_check
 
 TYPES = ["string", "integer", "number", "boolean", "object", "array", "null"]
 NAMES = st.sampled_from(["a", "b", "c", "text", "n"])

@@ -1,12 +1,9 @@
-"""Plumbing for serving one message: a dispatch context and a thread loop.
+"""The thread loop: async code driven from sync (WSGI) callers.
 
-The dispatch context satisfies ``mcp.shared.dispatcher.DispatchContext`` for a
-single exchange with no back channel: server-initiated requests are refused,
-notifications go to an optional sink (a later SSE stream) or nowhere.
-
-The thread loop serves sync (WSGI) callers: one persistent event loop per
-thread, and sync work a coroutine hands back (``run_sync_outside_loop``) runs
-in the calling thread while the loop is stopped, where the ORM is allowed.
+One persistent event loop per thread, and sync work a coroutine hands back
+(:func:`run_sync_outside_loop`) runs in the calling thread while the loop is
+stopped, where the ORM is allowed. Under ASGI (a running loop) the same sync
+work runs in the request's thread-sensitive thread.
 """
 
 from __future__ import annotations
@@ -15,66 +12,12 @@ import asyncio
 import contextvars
 import functools
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-import anyio
 from asgiref.sync import sync_to_async
-from mcp.shared.dispatcher import CallOptions
-from mcp.shared.exceptions import NoBackChannelError
-from mcp.shared.message import MessageMetadata
-from mcp.shared.transport_context import TransportContext
-from mcp_types import ProgressToken, RequestId
 
 T = TypeVar("T")
-NotificationSink = Callable[[str, Mapping[str, Any] | None], Awaitable[None]]
-
-
-@dataclass
-class SingleExchangeContext:
-    """A ``DispatchContext`` for one request answered by one response."""
-
-    transport: TransportContext
-    request_id: RequestId
-    message_metadata: MessageMetadata
-    progress_token: ProgressToken | None = None
-    sink: NotificationSink | None = None
-    cancel_requested: anyio.Event = field(default_factory=anyio.Event)
-    can_send_request: bool = field(default=False, init=False)
-
-    async def send_raw_request(
-        self,
-        method: str,
-        params: Mapping[str, Any] | None,
-        opts: CallOptions | None = None,
-    ) -> dict[str, Any]:
-        raise NoBackChannelError(method)
-
-    async def notify(
-        self,
-        method: str,
-        params: Mapping[str, Any] | None,
-        opts: CallOptions | None = None,
-    ) -> None:
-        if self.sink is not None:
-            await self.sink(method, params)
-
-    async def progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
-        if self.progress_token is None:
-            return
-        params: dict[str, Any] = {
-            "progressToken": self.progress_token,
-            "progress": progress,
-        }
-        if total is not None:
-            params["total"] = total
-        if message is not None:
-            params["message"] = message
-        await self.notify("notifications/progress", params)
-
 
 _local = threading.local()
 _bridge: contextvars.ContextVar[_Bridge] = contextvars.ContextVar("mcp_gateway_bridge")

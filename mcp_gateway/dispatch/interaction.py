@@ -2,7 +2,7 @@
 
 An engine's :class:`~engines_app.interaction.InputRequest` becomes an
 ``InputRequiredResult`` with one form elicitation and a ``requestState``
-(sealed by :mod:`mcp_gateway.request_state`). The client's retry brings the
+(sealed by :mod:`mcp_gateway.dispatch.request_state`). The client's retry brings the
 elicitation's answer in ``inputResponses`` and the verified state back; that
 becomes the engine's ``context.reply``. Clients that cannot answer (the 2025
 wires, or no elicitation capability) get a tool error instead.
@@ -23,10 +23,6 @@ from engines_app.interaction import InputReply, InputRequest
 
 INPUT_KEY = "input"
 """The one key of ``inputRequests`` / ``inputResponses`` the gateway uses."""
-UNAVAILABLE = (
-    "This tool asks the caller for confirmation, which is unavailable on this "
-    "protocol version; use 2026-07-28 with a client that supports elicitation."
-)
 
 
 def can_ask(ctx: ServerRequestContext[Any, Any]) -> bool:

@@ -33,10 +33,10 @@ from engines_app.engine import Hints, Icon, is_async_engine
 from engines_app.errors import EngineError
 from engines_app.interaction import InputReply, InputRequest
 from engines_app.results import Audio, Content, Image, Resource, RichResult, Text
-from mcp_gateway import concurrency, deadlines, simple_schema, tracing
-from mcp_gateway.dispatch_context import run_in_thread_loop
-from mcp_gateway.interaction import UNAVAILABLE
+from mcp_gateway import tracing
 from mcp_gateway.naming import tool_name
+from mcp_gateway.runtime import concurrency, deadlines, simple_schema
+from mcp_gateway.runtime.loop import run_in_thread_loop
 
 logger = logging.getLogger("mcp_gateway")
 
@@ -44,6 +44,11 @@ DEFAULT_INPUT_SCHEMA: Mapping[str, Any] = {
     "type": "object",
     "additionalProperties": False,
 }
+INPUT_UNAVAILABLE = (
+    "This tool asks the caller for confirmation, which is unavailable on this "
+    "protocol version; use 2026-07-28 with a client that supports elicitation."
+)
+"""The tool error of an engine's input request no one can answer."""
 _MAX_ERROR_TEXT = 300
 _VALIDATOR_CACHE_SIZE = 1024
 
@@ -349,7 +354,7 @@ def to_result(engine: Any, value: Any) -> types.CallToolResult:
     if isinstance(value, RichResult):
         return _rich_result(engine, value)
     if isinstance(value, InputRequest):
-        return tool_error("INPUT_UNAVAILABLE", UNAVAILABLE)
+        return tool_error("INPUT_UNAVAILABLE", INPUT_UNAVAILABLE)
     text = _dumps(value)
     structured = value if isinstance(value, dict) else None
     _check_output(engine, value)

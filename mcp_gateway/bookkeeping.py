@@ -20,7 +20,8 @@ from django.utils import timezone
 
 from engines_app.errors import InvalidEngineError
 from engines_app.registry import EngineRegistry, default_registry, validate_engine
-from mcp_gateway import audit, bus
+from mcp_gateway import bus
+from mcp_gateway.audit import log as audit
 from mcp_gateway.errors import (
     DuplicateExposure,
     InvalidEngine,

@@ -23,8 +23,8 @@ import mcp_types as types
 
 from engines_app.errors import InvalidEngineError
 from engines_app.registry import EngineRegistry, default_registry, validate_engine
-from mcp_gateway import metrics
 from mcp_gateway.models import Tenant
+from mcp_gateway.observability import metrics
 from mcp_gateway.runtime.adapter import InvalidToolError, build_tool
 
 logger = logging.getLogger("mcp_gateway")

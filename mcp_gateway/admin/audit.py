@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from mcp_gateway.audit_models import ExposureEvent, ToolCall
+from mcp_gateway.audit.models import ExposureEvent, ToolCall
 
 
 class ReadOnlyAdmin(admin.ModelAdmin[Any]):

@@ -10,7 +10,7 @@ from rest_framework import serializers
 
 from mcp_gateway import bookkeeping, users
 from mcp_gateway import scopes as known_scopes
-from mcp_gateway.audit_models import ToolCall
+from mcp_gateway.audit.models import ToolCall
 from mcp_gateway.forms import clean_origin
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
 from mcp_gateway.naming import tool_name

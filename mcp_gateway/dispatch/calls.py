@@ -15,11 +15,14 @@ import mcp_types as types
 
 from engines_app.context import EngineContext
 from engines_app.interaction import InputReply
-from mcp_gateway import audit, callrecord, jsonrpc, quotas, ratelimit
+from mcp_gateway import jsonrpc
+from mcp_gateway.audit import callrecord
+from mcp_gateway.audit import log as audit
 from mcp_gateway.catalog import CatalogEntry
 from mcp_gateway.dispatch.era import Route
 from mcp_gateway.dispatch.scope import CallScope, Outcome
 from mcp_gateway.dispatch.wire import error_outcome
+from mcp_gateway.limits import quotas, ratelimit
 from mcp_gateway.runtime import adapter, deadlines
 
 Result = types.CallToolResult | types.InputRequiredResult

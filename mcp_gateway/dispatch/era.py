@@ -28,12 +28,11 @@ from mcp.shared.inbound import (
 from mcp_types.version import LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 
 from mcp_gateway.catalog import Catalog
-
-HANDSHAKE_VERSIONS = ("2025-03-26", "2025-06-18", "2025-11-25")
-"""Handshake-era revisions served; 2024-11-05 is not one of them."""
-DEFAULT_VERSION = "2025-03-26"
-"""The revision a request without ``MCP-Protocol-Version`` is served at."""
-SUPPORTED_VERSIONS = (*HANDSHAKE_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
+from mcp_gateway.dispatch.versions import (
+    DEFAULT_VERSION,
+    HANDSHAKE_VERSIONS,
+    SUPPORTED_VERSIONS,
+)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engines_app.context import LogSink, Principal, ProgressSink
-from mcp_gateway.callrecord import CallRecord
+from mcp_gateway.audit.callrecord import CallRecord
 from mcp_gateway.catalog import Catalog
 from mcp_gateway.models import Tenant
 

@@ -33,9 +33,10 @@ from engines_app.engine import Hints, Icon, is_async_engine
 from engines_app.errors import EngineError
 from engines_app.interaction import InputReply, InputRequest
 from engines_app.results import Audio, Content, Image, Resource, RichResult, Text
-from mcp_gateway import tracing
+from mcp_gateway.limits import concurrency
 from mcp_gateway.naming import tool_name
-from mcp_gateway.runtime import concurrency, deadlines, simple_schema
+from mcp_gateway.observability import tracing
+from mcp_gateway.runtime import deadlines, simple_schema
 from mcp_gateway.runtime.loop import run_in_thread_loop
 
 logger = logging.getLogger("mcp_gateway")

@@ -27,8 +27,8 @@ import anyio
 from django.db import close_old_connections, connections
 
 from engines_app.context import EngineContext
-from mcp_gateway import metrics
 from mcp_gateway.conf import gateway_settings
+from mcp_gateway.observability import metrics
 from mcp_gateway.runtime.loop import run_sync_outside_loop
 
 logger = logging.getLogger("mcp_gateway")

@@ -6,7 +6,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from engines_app.registry import default_registry
-from mcp_gateway.audit_models import ExposureEvent
+from mcp_gateway.audit.models import ExposureEvent
 from mcp_gateway.models import Exposure, Tenant
 
 

@@ -23,9 +23,9 @@ from django.contrib.auth.models import User
 from django.db import connection
 
 from mcp_gateway import bookkeeping, tokens
-from mcp_gateway.audit_models import ToolCall
+from mcp_gateway.audit.models import ToolCall
+from mcp_gateway.limits import concurrency
 from mcp_gateway.models import Tenant
-from mcp_gateway.runtime import concurrency
 from tests.live import rawhttp
 from tests.live.servers import Server, database_url, running
 from tests.services import redis_running

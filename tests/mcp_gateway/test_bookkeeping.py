@@ -11,7 +11,7 @@ from demo import basic
 from engines_app.engine import FunctionEngine
 from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping
-from mcp_gateway.audit_models import ExposureEvent
+from mcp_gateway.audit.models import ExposureEvent
 from mcp_gateway.errors import (
     DuplicateExposure,
     InvalidEngine,

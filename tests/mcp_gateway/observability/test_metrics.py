@@ -16,8 +16,11 @@ from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from engines_app.context import Principal
-from mcp_gateway import audit, bookkeeping, callrecord, metrics, tokens
+from mcp_gateway import bookkeeping, tokens
+from mcp_gateway.audit import callrecord
+from mcp_gateway.audit import log as audit
 from mcp_gateway.models import Tenant
+from mcp_gateway.observability import metrics
 from tests.rpc import post_rpc
 
 SECRET = "metrics-test-token"
@@ -286,7 +289,7 @@ def test_a_streamed_call_holds_an_open_stream_gauge_until_it_ends(metrics_on):
     from django.http import StreamingHttpResponse
     from django.test import RequestFactory
 
-    from mcp_gateway.observe import Watch, _answered
+    from mcp_gateway.observability.observe import Watch, _answered
 
     request = RequestFactory().post("/t/acme/mcp")
     watch = Watch("acme", True, None)

@@ -15,9 +15,10 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from engines_app.context import Principal
-from mcp_gateway import bookkeeping, quotas, tokens
-from mcp_gateway.audit_models import ToolCall
+from mcp_gateway import bookkeeping, tokens
+from mcp_gateway.audit.models import ToolCall
 from mcp_gateway.catalog import clear_cache
+from mcp_gateway.limits import quotas
 from mcp_gateway.models import ApiToken, Tenant
 from tests.rpc import post_rpc
 

@@ -33,9 +33,9 @@ from typing import Any
 from django.core.cache import caches
 
 from engines_app.context import Principal
-from mcp_gateway import ratelimit
-from mcp_gateway.callrecord import BUSY, DENIED, INVALID, QUOTA, RATE_LIMITED
+from mcp_gateway.audit.callrecord import BUSY, DENIED, INVALID, QUOTA, RATE_LIMITED
 from mcp_gateway.conf import gateway_settings
+from mcp_gateway.limits import ratelimit
 from mcp_gateway.models import Tenant
 
 DAY = "day"

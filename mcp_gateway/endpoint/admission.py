@@ -1,4 +1,11 @@
-"""The MCP endpoint: boundary checks, authentication, dispatch."""
+"""Admission of an MCP request: boundary checks, tenant, credential, principal.
+
+The checks run in the order DESIGN.md gives; the first refusal answers. An
+authenticated request learns its tenant from the credential's own query;
+only a request that needs the tenant earlier (a browser's ``Origin``) or
+that is refused reads it through ``tenancy``. Shared by the sync and the
+async view.
+"""
 
 from __future__ import annotations
 
@@ -7,49 +14,26 @@ import logging
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import get_script_prefix, get_urlconf, reverse
-from django.views.decorators.csrf import csrf_exempt
 
 from engines_app.context import Principal
-from mcp_gateway import (
-    access,
-    audit,
-    bearer,
-    boundary,
-    callrecord,
-    checks,
-    credentials,
-    jsonrpc,
-    observe,
-    quotas,
-    scopes,
-)
-from mcp_gateway.callrecord import CallRecord
+from mcp_gateway import credentials, jsonrpc, scopes
+from mcp_gateway.audit import callrecord
+from mcp_gateway.audit import log as audit
+from mcp_gateway.audit.callrecord import CallRecord
 from mcp_gateway.catalog import catalog_for
-from mcp_gateway.challenge import challenge, insufficient_scope
-from mcp_gateway.conf import AUTH_DISABLED, gateway_settings
-from mcp_gateway.dispatch.core import handle
-from mcp_gateway.dispatch.scope import CallScope, Outcome
+from mcp_gateway.conf import AUTH_DISABLED, auth_may_be_disabled, gateway_settings
+from mcp_gateway.dispatch.scope import CallScope
+from mcp_gateway.endpoint import access, bearer, boundary
+from mcp_gateway.endpoint.challenge import challenge, insufficient_scope
+from mcp_gateway.endpoint.tenancy import TenantLookup
+from mcp_gateway.limits import quotas
 from mcp_gateway.models import Tenant
 from mcp_gateway.oauth.fetch import AuthUnavailable
-from mcp_gateway.tenancy import TenantLookup
+from mcp_gateway.observability import observe
 
 logger = logging.getLogger("mcp_gateway")
-
-
-@csrf_exempt  # bearer tokens only: no cookie ever authenticates this view
-def endpoint(request: HttpRequest, slug: str) -> HttpResponse:
-    request.get_host()  # DisallowedHost -> 400 before anything else
-    try:
-        admitted = admit(request, slug)
-        if isinstance(admitted, HttpResponse):
-            return admitted
-        return _dispatch(request, *admitted)
-    except DatabaseError:
-        logger.exception("Database unavailable while serving tenant %r", slug)
-        return boundary.unavailable()
 
 
 def admit(
@@ -99,7 +83,7 @@ def _check_auth_mode() -> HttpResponse | None:
     """Refuse every request while authentication is disabled outside a
     loopback development setup: system checks do not run under gunicorn or
     uvicorn, so check E003 alone would not stop it."""
-    if gateway_settings().AUTH_MODE != AUTH_DISABLED or checks.auth_may_be_disabled():
+    if gateway_settings().AUTH_MODE != AUTH_DISABLED or auth_may_be_disabled():
         return None
     logger.error(
         "MCP authentication is disabled outside a loopback development setup "
@@ -220,39 +204,3 @@ def _record_denied(
     record.begin(message.id, message.payload.get("params"), version)
     record.finish(callrecord.DENIED)
     audit.record_call(record, tenant, principal)
-
-
-def _dispatch(
-    request: HttpRequest, tenant: Tenant, principal: Principal, message: jsonrpc.Message
-) -> HttpResponse:
-    try:
-        scope = call_scope(request, tenant, principal, message)
-        if isinstance(scope, HttpResponse):
-            return scope
-        outcome = handle(message.payload, scope)
-        if scope.record is not None:
-            audit.record_call(scope.record, tenant, principal)
-    except DatabaseError:
-        logger.exception("Database unavailable while serving tenant %r", tenant.slug)
-        return boundary.unavailable(message.id)
-    return response_of(outcome)
-
-
-def response_of(outcome: Outcome) -> HttpResponse:
-    """The JSON answer of an outcome (an empty body for a 202)."""
-    response: HttpResponse
-    if outcome.encoded is not None:
-        response = HttpResponse(
-            outcome.encoded, status=outcome.status, content_type="application/json"
-        )
-    elif outcome.body is None:
-        response = HttpResponse(status=outcome.status)
-    else:
-        response = JsonResponse(
-            outcome.body,
-            status=outcome.status,
-            json_dumps_params={"ensure_ascii": False},
-        )
-    for name, value in outcome.headers.items():
-        response[name] = value
-    return response

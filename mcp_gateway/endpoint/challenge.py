@@ -11,7 +11,8 @@ from typing import Any
 
 from django.http import HttpResponse
 
-from mcp_gateway import boundary, jsonrpc, scopes
+from mcp_gateway import jsonrpc, scopes
+from mcp_gateway.endpoint import boundary
 from mcp_gateway.models import Tenant
 from mcp_gateway.oauth.resource import metadata_url
 

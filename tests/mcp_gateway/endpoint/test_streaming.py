@@ -6,8 +6,8 @@ import asyncio
 import threading
 from typing import Any
 
-from mcp_gateway import sse
-from mcp_gateway.streaming import Channel, log_levels
+from mcp_gateway.endpoint import sse
+from mcp_gateway.endpoint.streaming import Channel, log_levels
 
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
 

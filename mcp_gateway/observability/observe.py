@@ -25,9 +25,11 @@ from typing import Any
 from django.http import HttpRequest, HttpResponseBase
 
 from engines_app.context import Principal
-from mcp_gateway import metrics, quotas, tracing
-from mcp_gateway.callrecord import CallRecord
+from mcp_gateway.audit.callrecord import CallRecord
+from mcp_gateway.dispatch.versions import SUPPORTED_VERSIONS
+from mcp_gateway.limits import quotas
 from mcp_gateway.models import Tenant
+from mcp_gateway.observability import metrics, tracing
 
 ATTRIBUTE = "_mcp_gateway_watch"
 VERSION_HEADER = "MCP-Protocol-Version"
@@ -233,8 +235,6 @@ def _version(request: HttpRequest, message: dict[str, Any] | None = None) -> str
 
 
 def _version_label(request: HttpRequest) -> str:
-    from mcp_gateway.dispatch.era import SUPPORTED_VERSIONS
-
     header = request.headers.get(VERSION_HEADER)
     if header is None:
         return "none"

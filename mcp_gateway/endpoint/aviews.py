@@ -1,7 +1,7 @@
 """The MCP endpoint under ASGI: the same checks, then JSON or an SSE stream.
 
 A whole ``async def`` view. The boundary checks and authentication are the
-sync view's own (``views.admit``), run in the request's thread-sensitive
+sync view's own (``admission.admit``), run in the request's thread-sensitive
 thread as one ``sync_to_async`` call, as are the catalog read and sync
 engines; nothing here touches the ORM on the event loop.
 
@@ -32,12 +32,15 @@ from django.http import (
 )
 from django.views.decorators.csrf import csrf_exempt
 
-from mcp_gateway import audit, boundary, jsonrpc, sse
+from mcp_gateway import jsonrpc
+from mcp_gateway.audit import log as audit
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.dispatch.core import ahandle
 from mcp_gateway.dispatch.scope import CallScope, Outcome
-from mcp_gateway.streaming import Channel
-from mcp_gateway.views import admit, call_scope, response_of
+from mcp_gateway.endpoint import boundary, sse
+from mcp_gateway.endpoint.admission import admit, call_scope
+from mcp_gateway.endpoint.streaming import Channel
+from mcp_gateway.endpoint.views import response_of
 
 logger = logging.getLogger("mcp_gateway")
 

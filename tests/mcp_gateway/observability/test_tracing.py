@@ -16,7 +16,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 from engines_app.context import EngineContext
 from engines_app.engine import Engine
 from engines_app.registry import default_registry
-from mcp_gateway import bookkeeping, tracing
+from mcp_gateway import bookkeeping
+from mcp_gateway.observability import tracing
 from tests.rpc import post_rpc
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -222,8 +223,8 @@ def test_under_asgi_the_engine_span_is_a_child_too(
     from asgiref.sync import async_to_sync
     from django.test import AsyncRequestFactory
 
-    from mcp_gateway.aviews import aendpoint
-    from mcp_gateway.observe import observed
+    from mcp_gateway.endpoint.aviews import aendpoint
+    from mcp_gateway.observability.observe import observed
 
     bookkeeping.expose(tenant, "test.traced")
     import json

@@ -22,9 +22,9 @@ from engines_app.context import EngineContext, Principal
 from engines_app.engine import engine
 from engines_app.errors import EngineError
 from mcp_gateway import bookkeeping
-from mcp_gateway.audit_models import ToolCall
+from mcp_gateway.audit.models import ToolCall
+from mcp_gateway.limits import concurrency
 from mcp_gateway.models import Tenant
-from mcp_gateway.runtime import concurrency
 from mcp_gateway.runtime.adapter import aexecute, build_context, execute
 from tests.rpc import post_rpc
 

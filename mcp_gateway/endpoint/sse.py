@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from mcp_gateway.boundary import accepts
+from mcp_gateway.endpoint.boundary import accepts
 
 HEADERS = {
     "Content-Type": "text/event-stream",

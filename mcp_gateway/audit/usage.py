@@ -19,7 +19,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
-from mcp_gateway.audit_models import ToolCall
+from mcp_gateway.audit.models import ToolCall
 
 FIELDS = ("tenant", "tool", "day", "outcome", "calls")
 

@@ -15,8 +15,8 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from mcp_gateway import metrics
 from mcp_gateway.conf import gateway_settings
+from mcp_gateway.observability import metrics
 
 
 @never_cache

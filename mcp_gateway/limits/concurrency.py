@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from django.core.cache import caches
 
 from engines_app.context import EngineContext
-from mcp_gateway import ratelimit
 from mcp_gateway.conf import gateway_settings
+from mcp_gateway.limits import ratelimit
 
 MARGIN_SECONDS = 10.0
 """A lease outlives its engine's deadline by this much (answer, audit row)."""

@@ -13,8 +13,8 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from mcp_gateway import usage
-from mcp_gateway.audit_models import ToolCall
+from mcp_gateway.audit import usage
+from mcp_gateway.audit.models import ToolCall
 from mcp_gateway.models import Tenant
 
 

@@ -15,12 +15,12 @@ from django.db import DataError, IntegrityError, connections, router
 from django.utils import timezone
 
 from engines_app.context import Principal
-from mcp_gateway import metrics, observe
-from mcp_gateway.audit_models import ExposureEvent, ToolCall
-from mcp_gateway.callrecord import CallRecord, storable
+from mcp_gateway.audit.callrecord import CallRecord, storable
+from mcp_gateway.audit.models import ExposureEvent, ToolCall
 from mcp_gateway.compiled import CompiledInsert
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.models import Tenant
+from mcp_gateway.observability import metrics, observe
 
 logger = logging.getLogger("mcp_gateway")
 

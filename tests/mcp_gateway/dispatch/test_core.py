@@ -25,7 +25,7 @@ from engines_app.engine import Engine, engine
 from engines_app.interaction import InputRequest
 from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping
-from mcp_gateway.callrecord import CallRecord
+from mcp_gateway.audit.callrecord import CallRecord
 from mcp_gateway.catalog import catalog_for, clear_cache
 from mcp_gateway.dispatch import core, era
 from mcp_gateway.dispatch.core import ahandle, handle

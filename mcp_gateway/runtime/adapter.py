@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import inspect
 import json
 import logging
 import time
 from collections.abc import Callable, Mapping
+from types import TracebackType
 from typing import Any
 
 import anyio
@@ -56,10 +58,6 @@ _VALIDATOR_CACHE_SIZE = 1024
 
 class InvalidToolError(Exception):
     """An engine cannot be published as a tool; the message names it."""
-
-
-class _DeadlineExceeded(Exception):
-    """An async engine was still running at its deadline."""
 
 
 class _OutputSchemaViolation(Exception):
@@ -207,6 +205,58 @@ def build_context(
 # -- Execution ----------------------------------------------------------------
 
 
+class _Run:
+    """The frame of one engine call, the same from sync and async code.
+
+    Entering it applies the access rule and the input schema, opens the
+    engine's span and takes the tenant's concurrency slot; ``result`` is set
+    when that already answers (a refusal, ``BUSY``). Leaving it closes the
+    span and the slot and turns every failure into a tool result
+    (``TIMEOUT``, ``BUSY``, the engine's own error, ``EXECUTION_FAILED``).
+    A cancellation is no failure: it passes through.
+    """
+
+    def __init__(
+        self, engine: Any, arguments: Mapping[str, Any], context: EngineContext
+    ) -> None:
+        self.engine = engine
+        self.arguments = arguments
+        self.context = context
+        self.result: types.CallToolResult | types.InputRequiredResult | None = None
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> _Run:
+        try:
+            self.result = _refusal(self.engine, self.arguments, self.context.principal)
+            if self.result is None:
+                self._stack.enter_context(tracing.engine_span(self.engine))
+                if not self._stack.enter_context(concurrency.lease(self.context)):
+                    self.result = _busy()
+        except Exception as exc:
+            self._stack.close()
+            self.result = _failed(self.engine, exc)
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool:
+        suppressed = bool(self._stack.__exit__(kind, exc, traceback))
+        if exc is None or suppressed:
+            return suppressed
+        if not isinstance(exc, Exception):
+            return False  # a cancellation: the caller's to handle
+        self.result = _failed(self.engine, exc)
+        return True
+
+    def answer(self) -> types.CallToolResult | types.InputRequiredResult:
+        if self.result is None:  # never: every path through the frame sets it
+            raise RuntimeError("The engine call ended without a result.")
+        return self.result
+
+
 def execute(
     engine: Any, arguments: Mapping[str, Any], context: EngineContext
 ) -> types.CallToolResult:
@@ -216,26 +266,13 @@ def execute(
     :func:`aexecute`, but without an event loop; an async engine runs on this
     thread's loop. An ``InputRequest`` is a tool error (no one to ask).
     """
-    try:
-        refusal = _refusal(engine, arguments, context.principal)
-        if refusal is not None:
-            return refusal
-        with tracing.engine_span(engine), concurrency.lease(context) as admitted:
-            if not admitted:
-                return _busy()
-            if is_async_engine(engine):
-                value = run_in_thread_loop(_acall(engine, context))
-            else:
-                value = deadlines.call_sync_engine(engine, context)
-            if inspect.isawaitable(value):
-                value = run_in_thread_loop(_awaited(value))
-            return to_result(engine, value)
-    except (_DeadlineExceeded, deadlines.DeadlineExceeded):
-        return _timeout()
-    except deadlines.PoolFull:
-        return _busy()
-    except Exception as exc:
-        return _failure(engine, exc)
+    with _Run(engine, arguments, context) as run:
+        if run.result is None:
+            run.result = to_result(engine, _run_blocking(engine, context))
+    result = run.answer()
+    if not isinstance(result, types.CallToolResult):  # never: nobody was asked
+        raise TypeError("An input request from sync code.")
+    return result
 
 
 Ask = Callable[[InputRequest], types.InputRequiredResult]
@@ -255,23 +292,33 @@ async def aexecute(
     ``InputRequest`` goes to ``ask`` when the caller can answer it, else it
     is a tool error.
     """
-    try:
-        refusal = _refusal(engine, arguments, context.principal)
-        if refusal is not None:
-            return refusal
-        with tracing.engine_span(engine), concurrency.lease(context) as admitted:
-            if not admitted:
-                return _busy()
+    with _Run(engine, arguments, context) as run:
+        if run.result is None:
             value = await _acall(engine, context)
             if isinstance(value, InputRequest) and ask is not None:
-                return ask(value)
-            return to_result(engine, value)
-    except (_DeadlineExceeded, deadlines.DeadlineExceeded):
+                run.result = ask(value)
+            else:
+                run.result = to_result(engine, value)
+    return run.answer()
+
+
+def _failed(engine: Any, exc: Exception) -> types.CallToolResult:
+    if isinstance(exc, deadlines.DeadlineExceeded):
         return _timeout()
-    except deadlines.PoolFull:
+    if isinstance(exc, deadlines.PoolFull):
         return _busy()
-    except Exception as exc:
-        return _failure(engine, exc)
+    return _failure(engine, exc)
+
+
+def _run_blocking(engine: Any, context: EngineContext) -> Any:
+    """The engine's value, waited for here (no running loop in this thread)."""
+    if is_async_engine(engine):
+        value = run_in_thread_loop(_acall(engine, context))
+    else:
+        value = deadlines.run_sync(engine, context)
+    if inspect.isawaitable(value):
+        value = run_in_thread_loop(_awaited(value))
+    return value
 
 
 def _timeout() -> types.CallToolResult:
@@ -288,7 +335,7 @@ async def _acall(engine: Any, context: EngineContext) -> Any:
         return await value if inspect.isawaitable(value) else value
     with anyio.move_on_after(_remaining(context)):
         return await engine.execute(context)
-    raise _DeadlineExceeded
+    raise deadlines.DeadlineExceeded
 
 
 async def _run_sync(engine: Any, context: EngineContext) -> Any:
@@ -297,7 +344,7 @@ async def _run_sync(engine: Any, context: EngineContext) -> Any:
     A thread cannot be interrupted: the engine learns of the cancellation by
     polling its signal, and the cancellation completes once it returns.
     """
-    running = asyncio.ensure_future(deadlines.run_sync_engine(engine, context))
+    running = asyncio.ensure_future(deadlines.arun_sync(engine, context))
     try:
         return await asyncio.shield(running)
     except asyncio.CancelledError:

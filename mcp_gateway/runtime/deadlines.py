@@ -21,7 +21,7 @@ import contextvars
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 from django.db import close_old_connections, connections
@@ -120,8 +120,11 @@ def engine_pool() -> EnginePool:
         return _pool[0]
 
 
-async def run_sync_engine(engine: Any, context: EngineContext) -> Any:
-    """Run a sync engine in the pool and wait for it until its deadline.
+async def arun_sync(engine: Any, context: EngineContext) -> Any:
+    """Run a sync engine from async code: the pool, awaited until its deadline.
+
+    Inside a transaction of the sync caller's thread (``request_thread``) the
+    engine runs in that thread, outside the loop.
 
     Raises:
         DeadlineExceeded: the deadline passed first (the signal is cancelled).
@@ -139,16 +142,14 @@ async def run_sync_engine(engine: Any, context: EngineContext) -> Any:
         with anyio.move_on_after(float("inf") if remaining is None else remaining):
             # shield: a cancelled wait must not cancel a queued run, leak a slot
             return await asyncio.shield(waiting)
-    context.signal.cancel()
-    pool.abandon(str(getattr(engine, "id", engine)))
-    raise DeadlineExceeded
+    _abandon(pool, engine, context)
 
 
-def call_sync_engine(engine: Any, context: EngineContext) -> Any:
-    """Run a sync engine from sync code (WSGI): the pool, without an event loop.
+def run_sync(engine: Any, context: EngineContext) -> Any:
+    """Run a sync engine from sync code (WSGI): the pool, a blocking wait.
 
-    Same rules as :func:`run_sync_engine`: inside a transaction of this
-    thread the engine runs here; otherwise in the pool until its deadline.
+    Same rules as :func:`arun_sync`: inside a transaction of this thread the
+    engine runs here; otherwise in the pool until its deadline.
 
     Raises:
         DeadlineExceeded: the deadline passed first (the signal is cancelled).
@@ -165,6 +166,15 @@ def call_sync_engine(engine: Any, context: EngineContext) -> Any:
             if running.done():
                 raise  # the engine's own TimeoutError
     running.add_done_callback(_retrieve)  # an abandoned run may still fail
+    _abandon(pool, engine, context)
+
+
+def _abandon(pool: EnginePool, engine: Any, context: EngineContext) -> NoReturn:
+    """Past the deadline: tell the engine, count its thread, time out.
+
+    Raises:
+        DeadlineExceeded: always.
+    """
     context.signal.cancel()
     pool.abandon(str(getattr(engine, "id", engine)))
     raise DeadlineExceeded

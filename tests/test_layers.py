@@ -55,7 +55,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "mcp_gateway.fingerprint",
             "mcp_gateway.catalog",
-            "mcp_gateway.access",
             "mcp_gateway.tokens",
             "mcp_gateway.users",
             "mcp_gateway.bus",
@@ -64,7 +63,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("observation", ("mcp_gateway.observability",)),
-    ("audit", ("mcp_gateway.audit", "mcp_gateway.usage")),
+    ("audit", ("mcp_gateway.audit",)),
     ("bookkeeping", ("mcp_gateway.bookkeeping", "mcp_gateway.signals")),
     ("dispatch", ("mcp_gateway.dispatch",)),
     ("endpoint", ("mcp_gateway.endpoint",)),
@@ -80,7 +79,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "mcp_gateway.checks",
             "mcp_gateway.apps",
             "mcp_gateway.testing",
-            "mcp_gateway.discovery",
         ),
     ),
 )
@@ -131,6 +129,17 @@ GATEWAY = list(_modules("mcp_gateway"))
 
 def test_every_module_has_a_layer():
     assert [module for module, _ in GATEWAY if _layer(module) is None] == []
+
+
+def test_every_prefix_names_a_module():
+    names = {module for module, _ in GATEWAY}
+    stale = [
+        prefix
+        for _, prefixes in LAYERS
+        for prefix in prefixes
+        if not any(n == prefix or n.startswith(prefix + ".") for n in names)
+    ]
+    assert stale == []
 
 
 def test_no_module_imports_a_private_name_of_another():

@@ -15,10 +15,10 @@ Every request takes the same steps, each implemented once:
    client that can answer an input request), whose ``tools/call`` handler
    uses the same ``calls`` steps.
 
-:func:`prepare` does steps 1-4 without waiting on anything; :func:`handle`
-(sync code, WSGI) and :func:`ahandle` (async code, ASGI) only run what it
-chose: the engine (in the pool, or awaited) or ``serve_one`` (on this
-thread's loop, or awaited).
+:func:`prepare` does steps 1-4 as plain sync code (no await: the rate-limit
+cache is the only I/O); :func:`handle` (sync code, WSGI) and :func:`ahandle`
+(async code, ASGI) only run what it chose: the engine (in the pool, or
+awaited) or ``serve_one`` (on this thread's loop, or awaited).
 """
 
 from __future__ import annotations

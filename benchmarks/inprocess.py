@@ -16,6 +16,13 @@ it. Time is the process's CPU time, every thread included (a sync engine
 runs in the engine pool's thread). The best of the repeats is reported,
 which is the least disturbed by other load.
 
+``--without compiled`` / ``--without simple_schema`` (repeatable) runs the
+gateway with that optimisation replaced by what it stands in for: the
+ORM's own ``QuerySet.first()`` and ``Model.save()`` for ``compiled``, only
+jsonschema's cached validator for ``simple_schema``; the report shows what
+each saves. ``--audit both`` includes the audit INSERT, the one statement
+``compiled`` writes (the tenant read is the other).
+
 ``--telemetry`` adds rows with Prometheus metrics on (``MCP_METRICS_TOKEN``
 set), with an OpenTelemetry SDK tracer provider and no exporter
 (``tracing``), and with an in-memory exporter (``tracing-memory``); ``all``
@@ -136,15 +143,19 @@ def child_gateway(args: argparse.Namespace) -> dict[str, float]:
     if args.telemetry.startswith("tracing"):
         _tracer_provider(memory=args.telemetry == "tracing-memory")
     from django.core.wsgi import get_wsgi_application
+
+    get_wsgi_application()  # the apps, before anything is replaced
+    for name in args.without:
+        _WITHOUT[name]()
     from django.db import connection
 
     application = get_wsgi_application()
     # The view refuses that mode outside DEBUG with loopback hosts, and DEBUG
     # would add its query log to every call; the benchmark measures the view,
     # so it lifts the guard in this child alone.
-    from mcp_gateway import checks
+    from mcp_gateway.endpoint import admission
 
-    checks.auth_may_be_disabled = lambda: True
+    admission.auth_may_be_disabled = lambda: True
     _gateway_data()
     call = _wsgi_call(application)
     view_us = per_call_us(call, args.calls, args.repeats)
@@ -159,6 +170,35 @@ def child_gateway(args: argparse.Namespace) -> dict[str, float]:
         "db_us": timer.seconds / args.calls * 1e6,
         "queries": timer.count / args.calls,
     }
+
+
+def _plain_orm() -> None:
+    """``compiled`` replaced by the ORM calls it compiles once."""
+    from django.db import DEFAULT_DB_ALIAS
+
+    from mcp_gateway import compiled
+
+    def first(self: Any, using: str = DEFAULT_DB_ALIAS, **values: Any) -> Any:
+        return self._build(**values).using(using).order_by().first()
+
+    def insert(self: Any, obj: Any, using: str = DEFAULT_DB_ALIAS) -> None:
+        obj.save(using=using, force_insert=True)
+
+    compiled.CompiledSelect.first = first  # type: ignore[method-assign]
+    compiled.CompiledInsert.insert = insert  # type: ignore[method-assign]
+
+
+def _jsonschema_only() -> None:
+    """``simple_schema`` replaced by jsonschema's cached validator alone."""
+    from mcp_gateway.runtime import simple_schema
+
+    simple_schema.plain_check = lambda schema: None
+
+
+_WITHOUT: dict[str, Callable[[], None]] = {
+    "compiled": _plain_orm,
+    "simple_schema": _jsonschema_only,
+}
 
 
 def _tracer_provider(memory: bool) -> None:
@@ -224,7 +264,11 @@ def _profile(call: Callable[[], object], calls: int) -> None:
 
 
 def run_child(
-    side: str, args: argparse.Namespace, audit: str = "off", telemetry: str = "off"
+    side: str,
+    args: argparse.Namespace,
+    audit: str = "off",
+    telemetry: str = "off",
+    without: str = "",
 ) -> dict[str, float]:
     command = [
         sys.executable,
@@ -242,6 +286,8 @@ def run_child(
     ]
     if args.profile and side == "gateway":
         command.append("--profile")
+    for name in filter(None, without.split(",")):
+        command += ["--without", name]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(  # noqa: S603 - ourselves
         command, cwd=ROOT, env=env, capture_output=True, text=True, check=False
@@ -266,6 +312,13 @@ def main() -> None:
         default="off",
         help="metrics and tracing rows (docs/operations.md)",
     )
+    parser.add_argument(
+        "--without",
+        action="append",
+        default=[],
+        choices=sorted(_WITHOUT),
+        help="also measure the gateway without this optimisation (repeatable)",
+    )
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--child", choices=("gateway", "ceiling"))
     args = parser.parse_args()
@@ -276,18 +329,29 @@ def main() -> None:
         return
     audits = ("off", "on") if args.audit == "both" else (args.audit,)
     kinds = TELEMETRY if args.telemetry == "all" else (args.telemetry,)
-    rows = [(audit, kind) for audit in audits for kind in kinds]
+    variants = ["", *args.without]
+    rows = [(a, k, v) for a in audits for k in kinds for v in variants]
     ceiling: list[dict[str, float]] = []
-    gateway: dict[tuple[str, str], list[dict[str, float]]] = {row: [] for row in rows}
+    gateway: dict[tuple[str, str, str], list[dict[str, float]]] = {
+        row: [] for row in rows
+    }
     for _ in range(args.rounds):  # alternate, so drifting load hits all
         ceiling.append(run_child("ceiling", args))
-        for audit, kind in rows:
-            gateway[audit, kind].append(run_child("gateway", args, audit, kind))
+        for audit, kind, without in rows:
+            gateway[audit, kind, without].append(
+                run_child("gateway", args, audit, kind, without)
+            )
     bare = min(r["view_us"] for r in ceiling)
     print(f"ceiling view (bare Django, WSGI):           {bare:7.1f} µs/call")
-    for (audit, kind), runs in gateway.items():
+    for (audit, kind, without), runs in gateway.items():
         if kind != "off" or len(kinds) > 1:
             print(f"telemetry: {kind}")
+        if without:
+            full = min(r["view_us"] for r in runs)
+            same = min(r["view_us"] for r in gateway[audit, kind, ""])
+            print(f"without {without} (audit {audit}): {full:7.1f} µs/call")
+            print(f"  {without} saves:                    {full - same:7.1f} µs/call")
+            continue
         report(bare, audit, runs)
 
 

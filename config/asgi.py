@@ -13,7 +13,8 @@ from django.urls import get_resolver  # noqa: E402 - needs the settings
 
 from mcp_gateway.asgi import BoundaryGuard  # noqa: E402 - needs the apps loaded
 
-# The guard also tells mcp_gateway's URLconf to serve the async endpoint.
+# The guard bounds what reaches Django; the endpoint's URL pattern picks the
+# async view by itself on the event loop (mcp_gateway.endpoint.serving).
 application = BoundaryGuard(django_application)
 # Import the URLconf now: on the first request it would block the event loop.
 get_resolver().url_patterns  # noqa: B018

@@ -11,9 +11,10 @@ from django.db.models import Exists, OuterRef, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from mcp_gateway import tokens, users
+from mcp_gateway import credentials, tokens, users
 from mcp_gateway.compiled import CompiledSelect
 from mcp_gateway.conf import gateway_settings
+from mcp_gateway.credentials import Credential
 from mcp_gateway.models import ApiToken, Membership, Tenant
 
 
@@ -22,8 +23,8 @@ class ApiTokenBackend(BaseBackend):
 
     ``tenant`` is a Tenant or the slug of an active one. One query reads the
     token, its user, its tenant (with the catalog version) and whether the
-    user is a member. On success the user carries ``mcp_token`` (the token
-    row) and ``mcp_tenant``, so the view needs no other query.
+    user is a member. On success it grants a ``credentials.Credential``
+    (the token row, its tenant and scopes), so the view needs no other query.
     """
 
     def authenticate(
@@ -46,8 +47,8 @@ class ApiTokenBackend(BaseBackend):
         if not user.is_active or not token.is_member:  # type: ignore[attr-defined]
             return None
         _touch(token)
-        user.mcp_token = token  # type: ignore[attr-defined]
-        user.mcp_tenant = token.tenant  # type: ignore[attr-defined]
+        credential = Credential(user, token.tenant, frozenset(token.scopes), token)
+        credentials.grant(credential)
         return user
 
     def get_user(self, user_id: Any) -> User | None:

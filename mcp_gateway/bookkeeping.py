@@ -8,17 +8,20 @@ request.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, transaction
 from django.db.models import F
+from django.utils import timezone
 
 from engines_app.errors import InvalidEngineError
 from engines_app.registry import EngineRegistry, default_registry, validate_engine
-from mcp_gateway import audit, bus
+from mcp_gateway import bus
+from mcp_gateway.audit import log as audit
 from mcp_gateway.conf import DRIFT_SERVE, gateway_settings
 from mcp_gateway.errors import (
     DuplicateExposure,
@@ -333,6 +336,109 @@ def access_changed(tenant: Tenant) -> None:
     with transaction.atomic():
         _lock(tenant)
         _bump(tenant)
+
+
+SEED_BATCH_SIZE = 2000
+
+
+def create_exposed(
+    slugs: Sequence[str],
+    engine_ids: Sequence[str],
+    *,
+    by: Actor = None,
+    registry: EngineRegistry | None = None,
+    via: str = VIA_CODE,
+) -> list[Tenant]:
+    """Create new tenants, each exposing the same engines: the bulk path.
+
+    For filler tenants by the thousand (the scale benchmark's seeding),
+    with every rule of :func:`expose_many`: one transaction; the new rows
+    locked; each engine installed and valid, no engine twice and no two
+    deriving one tool name (checked once: every tenant gets the same set);
+    the exposures written in batches (PostgreSQL ``COPY``); each tenant's
+    catalog version bumped; one exposure event per tenant. No
+    ``CatalogChanged`` is published: no process can hold the catalog of a
+    tenant that did not exist.
+
+    Raises:
+        UnknownEngine, InvalidEngine, DuplicateExposure, ToolNameCollision;
+        IntegrityError: a slug is taken (nothing is created).
+    """
+    registry = _or_default(registry)
+    engines = [_installed(registry, engine_id) for engine_id in engine_ids]
+    _check_distinct(slugs[0] if slugs else "", engines)
+    now = timezone.now()
+    with transaction.atomic():
+        Tenant.objects.bulk_create(
+            [Tenant(slug=slug, name=slug, created_at=now) for slug in slugs],
+            batch_size=SEED_BATCH_SIZE,
+        )
+        tenants = list(
+            Tenant.objects.select_for_update().filter(slug__in=slugs).order_by("pk")
+        )
+        _write_exposures(_seed_rows(tenants, engines, audit.acting_user(by), now))
+        Tenant.objects.filter(pk__in=[t.pk for t in tenants]).update(
+            catalog_version=F("catalog_version") + 1
+        )
+        for tenant in tenants:
+            tenant.catalog_version += 1
+        audit.record_changes(tenants, "expose", engine_ids, by=by, via=via)
+    return tenants
+
+
+def _check_distinct(slug: str, engines: Sequence[Any]) -> None:
+    taken: dict[str, str] = {}
+    for engine in engines:
+        name = tool_name(engine.id)
+        if engine.id in taken.values():
+            raise DuplicateExposure(slug, engine.id)
+        if name in taken:
+            raise ToolNameCollision(name, engine.id, taken[name])
+        taken[name] = engine.id
+
+
+_SeedRow = tuple[int, str, str, str, str, Any, datetime]
+_SEED_COLUMNS = (
+    "tenant_id",
+    "engine_id",
+    "tool_name",
+    "fingerprint",
+    "engine_version",
+    "exposed_by_id",
+    "created_at",
+)
+
+
+def _seed_rows(
+    tenants: Iterable[Tenant], engines: Sequence[Any], actor: Any, now: datetime
+) -> Iterator[_SeedRow]:
+    columns = [(e.id, tool_name(e.id), fingerprint(e), e.version) for e in engines]
+    actor_id = actor.pk if actor is not None else None
+    for tenant in tenants:
+        for engine_id, name, digest, version in columns:
+            yield (tenant.pk, engine_id, name, digest, version, actor_id, now)
+
+
+def _write_exposures(rows: Iterable[_SeedRow]) -> None:
+    """Insert exposure rows in bulk: ``COPY`` on PostgreSQL, batches elsewhere."""
+    connection = connections[Exposure.objects.db]
+    if connection.vendor == "postgresql":
+        quote = connection.ops.quote_name
+        table = quote(Exposure._meta.db_table)
+        columns = ", ".join(quote(column) for column in _SEED_COLUMNS)
+        with connection.cursor() as cursor:
+            raw = cursor.cursor  # psycopg's own cursor: COPY is not in the DB-API
+            with raw.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        return
+    batch: list[Exposure] = []
+    for row in rows:
+        batch.append(Exposure(**dict(zip(_SEED_COLUMNS, row, strict=True))))
+        if len(batch) >= SEED_BATCH_SIZE:
+            Exposure.objects.bulk_create(batch)
+            batch = []
+    Exposure.objects.bulk_create(batch)
 
 
 def _or_default(registry: EngineRegistry | None) -> EngineRegistry:

@@ -29,16 +29,22 @@ from typing import Any
 
 import mcp_types as types
 from django.db import DatabaseError
+from django.dispatch import Signal
 
 from engines_app.errors import InvalidEngineError
 from engines_app.registry import EngineRegistry, default_registry, validate_engine
-from mcp_gateway import bookkeeping, metrics
-from mcp_gateway.adapter import InvalidToolError, build_tool
 from mcp_gateway.conf import DRIFT_SERVE, gateway_settings
 from mcp_gateway.fingerprint import fingerprint
 from mcp_gateway.models import Exposure, Tenant
+from mcp_gateway.observability import metrics
+from mcp_gateway.runtime.adapter import InvalidToolError, build_tool
 
 logger = logging.getLogger("mcp_gateway")
+
+drift_found = Signal()
+"""Sent (``tenant``, ``engine_ids``) when this process first finds a tenant's
+exposures drifted; the bookkeeping layer records it (``signals.connect``),
+and a receiver's ``DatabaseError`` leaves it to be sent at the next build."""
 
 CACHE_SIZE = 2048
 
@@ -61,8 +67,6 @@ class Catalog:
     entries: Mapping[str, CatalogEntry]
     version: int = 0
     """The tenant's catalog version this catalog was built from."""
-    encoded: dict[Any, bytes] = field(default_factory=dict, compare=False, repr=False)
-    """Encoded ``tools/list`` results of this catalog, filled by the hot path."""
     drifted: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     """(engine id, installed fingerprint) of exposures whose definition
     differs from the approved one."""
@@ -174,7 +178,7 @@ def _note_drift(tenant: Tenant, catalog: Catalog) -> None:
         "held until approved" if held else "served as changed (DRIFT_POLICY serve)",
     )
     try:
-        bookkeeping.record_drift(tenant, engine_ids)
+        drift_found.send(sender=Catalog, tenant=tenant, engine_ids=engine_ids)
     except DatabaseError:
         # Holding does not depend on the record: serve (or hold) anyway,
         # and try to record again at the next build.

@@ -7,21 +7,19 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.apps import AppConfig, apps
-from django.conf import settings
 from django.core import checks
 from django.db import DatabaseError, connections, router
 from django.urls import URLResolver, get_resolver
 
-from mcp_gateway import metrics
 from mcp_gateway.conf import (
     AUTH_DISABLED,
     AUTH_REQUIRED,
     DRIFT_POLICIES,
+    auth_may_be_disabled,
     gateway_settings,
     unknown_keys,
 )
-
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
+from mcp_gateway.observability import metrics
 
 
 def check_settings(
@@ -72,14 +70,6 @@ def check_settings(
             )
         )
     return errors
-
-
-def auth_may_be_disabled() -> bool:
-    """Whether this is a loopback development setup: DEBUG on, and every
-    ``ALLOWED_HOSTS`` entry a loopback name. The endpoint refuses every
-    request when authentication is disabled anywhere else."""
-    hosts = set(settings.ALLOWED_HOSTS)
-    return bool(settings.DEBUG and hosts and hosts <= LOOPBACK_HOSTS)
 
 
 def check_auth_mode(

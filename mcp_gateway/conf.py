@@ -76,3 +76,14 @@ def _freeze(value: Any) -> Any:
 def _reset_gateway_settings(*, setting: str, **kwargs: object) -> None:
     if setting == SETTING_NAME:
         gateway_settings.cache_clear()
+
+
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
+
+
+def auth_may_be_disabled() -> bool:
+    """Whether this is a loopback development setup: DEBUG on, and every
+    ``ALLOWED_HOSTS`` entry a loopback name. The endpoint refuses every
+    request when authentication is disabled anywhere else."""
+    hosts = set(settings.ALLOWED_HOSTS)
+    return bool(settings.DEBUG and hosts and hosts <= LOOPBACK_HOSTS)

@@ -11,8 +11,8 @@ from django.utils.translation import gettext_lazy as _
 
 from engines_app.registry import EngineRegistry, default_registry
 from mcp_gateway import generics  # noqa: F401 - ModelForm[...] below
+from mcp_gateway import scopes as known_scopes
 from mcp_gateway.models import ApiToken, Exposure, Tenant
-from mcp_gateway.tokens import DEFAULT_SCOPES, KNOWN_SCOPES
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -159,8 +159,8 @@ class ApiTokenForm(forms.ModelForm[ApiToken]):
 
     scopes = forms.MultipleChoiceField(
         label=_("scopes"),
-        choices=[(scope, scope) for scope in sorted(KNOWN_SCOPES)],
-        initial=list(DEFAULT_SCOPES),
+        choices=[(scope, scope) for scope in sorted(known_scopes.KNOWN)],
+        initial=list(known_scopes.TOKEN_DEFAULT),
         widget=forms.CheckboxSelectMultiple,
     )
     expires_in = forms.IntegerField(

@@ -1,6 +1,8 @@
 """The JSON-RPC 2.0 wire format, strictly: parse one message, build errors.
 
-Imports nothing from Django.
+Imports nothing from Django. The standard error codes are ``mcp_types``'
+own; ``SERVER_ERROR`` (-32000, implementation-defined) is the gateway's
+"try again later" code, and :data:`UNAVAILABLE` its one wording.
 """
 
 from __future__ import annotations
@@ -11,12 +13,17 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
+from mcp_types import INTERNAL_ERROR as INTERNAL_ERROR
+from mcp_types import INVALID_PARAMS as INVALID_PARAMS
+from mcp_types import INVALID_REQUEST as INVALID_REQUEST
+from mcp_types import METHOD_NOT_FOUND as METHOD_NOT_FOUND
+from mcp_types import PARSE_ERROR as PARSE_ERROR
+from mcp_types import ErrorData
+
 SERVER_ERROR = -32000
+UNAVAILABLE = "Service unavailable."
+"""What every "the database, the cache or an authorization server is down"
+answer says (HTTP 503), whichever part failed."""
 MAX_DEPTH = 64
 
 _LONE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -65,6 +72,23 @@ def error_body(code: int, message: str, id: Any = NO_ID) -> dict[str, Any]:
         body["id"] = id
     body["error"] = {"code": code, "message": message}
     return body
+
+
+def unavailable() -> ErrorData:
+    """The error of a request the gateway cannot serve right now (HTTP 503)."""
+    return ErrorData(code=SERVER_ERROR, message=UNAVAILABLE)
+
+
+def progress_params(
+    token: Any, progress: float, total: float | None, message: str | None
+) -> dict[str, Any]:
+    """The params of ``notifications/progress`` (optional members omitted)."""
+    params: dict[str, Any] = {"progressToken": token, "progress": progress}
+    if total is not None:
+        params["total"] = total
+    if message is not None:
+        params["message"] = message
+    return params
 
 
 def is_valid_id(value: Any) -> bool:

@@ -33,7 +33,7 @@ from django.db.models.signals import (
     pre_save,
 )
 
-from mcp_gateway import bus
+from mcp_gateway import bookkeeping, bus, catalog
 from mcp_gateway.bus import PrincipalChanged
 from mcp_gateway.bus import PrincipalKind as Kind
 from mcp_gateway.models import ApiToken, Membership, Tenant
@@ -60,6 +60,11 @@ def connect() -> None:
     if groups is not None:
         m2m_changed.connect(_groups_changed, sender=groups, dispatch_uid="bus-groups")
         pre_delete.connect(_group_deleting, sender=Group, dispatch_uid="bus-group")
+    catalog.drift_found.connect(_drift_found, dispatch_uid="drift-record")
+
+
+def _drift_found(tenant: Tenant, engine_ids: list[str], **kwargs: Any) -> None:
+    bookkeeping.record_drift(tenant, engine_ids)
 
 
 def _token_saving(instance: ApiToken, raw: bool, **kwargs: Any) -> None:

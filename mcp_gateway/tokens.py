@@ -13,11 +13,10 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from mcp_gateway import scopes as known_scopes
 from mcp_gateway.models import ApiToken, Membership, Tenant
 
 TOKEN_PREFIX = "mcpgw"  # noqa: S105 - a public marker, not a secret
-DEFAULT_SCOPES = ("mcp:tools",)
-KNOWN_SCOPES = frozenset({"mcp:tools", "mcp:tools:read"})
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ def issue(
     tenant: Tenant,
     user: User,
     *,
-    scopes: Sequence[str] = DEFAULT_SCOPES,
+    scopes: Sequence[str] = known_scopes.TOKEN_DEFAULT,
     expires_in: int | None = None,
     name: str = "",
     calls_per_day: int | None = None,
@@ -61,7 +60,7 @@ def issue(
     Raises:
         ValueError: an unknown scope, a non-positive lifetime or quota.
     """
-    unknown = sorted(set(scopes) - KNOWN_SCOPES)
+    unknown = sorted(set(scopes) - known_scopes.KNOWN)
     if unknown:
         raise ValueError(f"Unknown scope(s): {', '.join(unknown)}.")
     if expires_in is not None and expires_in <= 0:
@@ -78,7 +77,7 @@ def issue(
             user=user,
             prefix=prefix,
             secret_hash=hash_secret(secret),
-            scopes=list(dict.fromkeys(scopes or DEFAULT_SCOPES)),
+            scopes=list(dict.fromkeys(scopes or known_scopes.TOKEN_DEFAULT)),
             expires_at=expires_at,
             name=name,
             calls_per_day=calls_per_day,

@@ -348,7 +348,7 @@ def tools_of(index: int) -> set[str]:
 
 
 def check_audit(stats: Stats) -> dict[str, int]:
-    from mcp_gateway.audit_models import ToolCall
+    from mcp_gateway.audit.models import ToolCall
 
     rows = list(ToolCall.objects.values_list("request_id", "outcome"))
     audited = {request_id for request_id, _ in rows}

@@ -11,7 +11,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from mcp_gateway.audit_models import ExposureEvent, ToolCall
+from mcp_gateway.audit.models import ExposureEvent, ToolCall
 
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 PERIODS = {

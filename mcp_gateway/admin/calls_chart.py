@@ -19,7 +19,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 
-from mcp_gateway.audit_models import ToolCall
+from mcp_gateway.audit.models import ToolCall
 from mcp_gateway.models import Tenant
 
 WINDOW = timedelta(hours=24)

@@ -17,16 +17,17 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from engines_app.registry import default_registry
-from mcp_gateway import bookkeeping, permissions, quotas
+from mcp_gateway import bookkeeping, permissions
 from mcp_gateway.admin import approvals
 from mcp_gateway.admin.authorization import AuthorizationServerInline
 from mcp_gateway.admin.calls_chart import calls_per_tool, chart_html
 from mcp_gateway.admin.permissions import ActionPermissions
 from mcp_gateway.admin.status import changed_q, status_html
 from mcp_gateway.admin.users import UserFieldMixin
-from mcp_gateway.audit_models import ExposureEvent, Outcome, ToolCall
+from mcp_gateway.audit.models import ExposureEvent, Outcome, ToolCall
 from mcp_gateway.errors import BookkeepingError
 from mcp_gateway.forms import TenantForm
+from mcp_gateway.limits import quotas
 from mcp_gateway.models import AuthorizationServer, Exposure, Membership, Tenant
 from mcp_gateway.oauth import config as oauth_config
 from mcp_gateway.oauth.resource import resource_url

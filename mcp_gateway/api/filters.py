@@ -12,7 +12,7 @@ from rest_framework import exceptions
 from rest_framework.filters import BaseFilterBackend
 from rest_framework.request import Request
 
-from mcp_gateway.audit_models import Outcome
+from mcp_gateway.audit.models import Outcome
 
 TRUE, FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
 

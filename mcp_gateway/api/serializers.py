@@ -9,12 +9,12 @@ from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from mcp_gateway import bookkeeping, users
-from mcp_gateway.audit_models import ExposureEvent, ToolCall
+from mcp_gateway import scopes as known_scopes
+from mcp_gateway.audit.models import ExposureEvent, ToolCall
 from mcp_gateway.forms import clean_origin
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
 from mcp_gateway.naming import tool_name
 from mcp_gateway.oauth.resource import resource_url
-from mcp_gateway.tokens import DEFAULT_SCOPES, KNOWN_SCOPES
 
 MAX_TOKEN_LIFETIME = 10 * 365 * 24 * 3600  # ten years, in seconds
 
@@ -171,8 +171,8 @@ class ApiTokenSerializer(serializers.ModelSerializer[ApiToken]):
         "member of the tenant.",
     )
     scopes = serializers.ListField(
-        child=serializers.ChoiceField(choices=sorted(KNOWN_SCOPES)),
-        default=list(DEFAULT_SCOPES),
+        child=serializers.ChoiceField(choices=sorted(known_scopes.KNOWN)),
+        default=list(known_scopes.TOKEN_DEFAULT),
         allow_empty=False,
     )
     expires_in = serializers.IntegerField(

@@ -16,12 +16,13 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
 from engines_app.registry import default_registry
-from mcp_gateway import bookkeeping, permissions, tokens, usage, users
+from mcp_gateway import bookkeeping, permissions, tokens, users
 from mcp_gateway.api import serializers
 from mcp_gateway.api.base import StaffViewSet
 from mcp_gateway.api.filters import BooleanFilter, ToolCallFilter
 from mcp_gateway.api.openapi import OpenApiParameter, extend_schema
-from mcp_gateway.audit_models import ExposureEvent, ToolCall
+from mcp_gateway.audit import usage
+from mcp_gateway.audit.models import ExposureEvent, ToolCall
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
 
 

@@ -10,7 +10,8 @@ from django.contrib.auth.backends import BaseBackend
 from django.contrib.auth.models import User
 from django.http import HttpRequest
 
-from mcp_gateway import tokens, users
+from mcp_gateway import credentials, tokens, users
+from mcp_gateway.credentials import Credential
 from mcp_gateway.models import AuthorizationServer, Tenant
 from mcp_gateway.oauth import introspection, jwt
 from mcp_gateway.oauth.resource import resource_url
@@ -22,7 +23,7 @@ class OAuthBackend(BaseBackend):
     ``tenant`` is a Tenant or the slug of an active one. The token must come
     from one of the tenant's authorization servers, name the mount's
     canonical URL in ``aud``, and map to an active member of the tenant. On
-    success the user carries ``mcp_tenant`` and ``mcp_scopes``.
+    success it grants a ``credentials.Credential`` (tenant and scopes).
 
     Raises:
         fetch.AuthUnavailable: an authorization server did not answer; the
@@ -49,8 +50,7 @@ class OAuthBackend(BaseBackend):
         user = _user(server, claims)
         if user is None:
             return None
-        user.mcp_tenant = server.tenant  # type: ignore[attr-defined]
-        user.mcp_scopes = scopes_of(claims)  # type: ignore[attr-defined]
+        credentials.grant(Credential(user, server.tenant, scopes_of(claims)))
         return user
 
     def get_user(self, user_id: Any) -> User | None:

@@ -9,12 +9,10 @@ from urllib.parse import urlsplit
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
+from mcp_gateway import scopes
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.oauth import net
 
-SCOPE_ALL = "mcp:tools"
-SCOPE_READ = "mcp:tools:read"
-DEFAULT_SCOPES = (SCOPE_ALL, SCOPE_READ)
 DEFAULT_ALGORITHMS = ("RS256", "ES256")
 SAFE_ALGORITHMS = frozenset(
     {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512"}
@@ -116,4 +114,4 @@ def allowed_algorithms(configured: Iterable[str]) -> list[str]:
 
 
 def published_scopes(configured: Iterable[str]) -> list[str]:
-    return list(configured) or list(DEFAULT_SCOPES)
+    return list(configured) or list(scopes.PUBLISHED_DEFAULT)

@@ -12,8 +12,8 @@ import json
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from mcp_gateway import metrics
 from mcp_gateway.oauth import net
+from mcp_gateway.observability import metrics
 
 JSON_HEADERS = (("Accept", "application/json"), ("Accept-Encoding", "identity"))
 

@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import EmailField
 
 from mcp_gateway import bookkeeping, tokens
+from mcp_gateway import scopes as known_scopes
 from mcp_gateway.models import Membership, Tenant
 
 ALL = "__all__"
@@ -51,7 +52,7 @@ def make_member(
 
 
 def issue_token(
-    tenant: Tenant, user: Any, *, scopes: Sequence[str] = tokens.DEFAULT_SCOPES
+    tenant: Tenant, user: Any, *, scopes: Sequence[str] = known_scopes.TOKEN_DEFAULT
 ) -> str:
     """Issue an API token for ``user`` on ``tenant``; return its secret."""
     return tokens.issue(tenant, user, scopes=scopes, name="tests").secret

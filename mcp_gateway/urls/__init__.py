@@ -1,17 +1,15 @@
 """The MCP mounts; sites include this under ``t/``.
 
-The endpoint is the sync view under WSGI and the async one under ASGI,
-chosen once, when this URLconf is imported (see ``serving``).
+One pattern; it resolves each request to the sync view under WSGI and to
+the async one under ASGI (``endpoint.serving``).
 """
 
 from __future__ import annotations
 
-from django.urls import path
-
-from mcp_gateway.serving import endpoint_view
+from mcp_gateway.endpoint.serving import endpoint_pattern
 
 app_name = "mcp_gateway"
 
 urlpatterns = [
-    path("<slug:slug>/mcp", endpoint_view(), name="endpoint"),
+    endpoint_pattern("<slug:slug>/mcp", name="endpoint"),
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from mcp_gateway.metrics_view import metrics_view
+from mcp_gateway.observability.metrics_view import metrics_view
 
 app_name = "mcp_gateway_metrics"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from mcp_gateway import discovery
+from mcp_gateway.oauth import discovery
 
 app_name = "mcp_gateway_well_known"
 

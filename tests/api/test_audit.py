@@ -12,7 +12,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from mcp_gateway import bookkeeping, tokens
-from mcp_gateway.audit_models import ToolCall
+from mcp_gateway.audit.models import ToolCall
 from mcp_gateway.catalog import clear_cache
 from mcp_gateway.models import Tenant
 from tests.rpc import post_rpc

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping
-from mcp_gateway.audit_models import ExposureEvent
+from mcp_gateway.audit.models import ExposureEvent
 from mcp_gateway.models import Exposure
 
 URL = "/api/tenants/acme/exposures/"

@@ -13,7 +13,7 @@ from rest_framework.authtoken.models import Token
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from mcp_gateway import bookkeeping, tokens
-from mcp_gateway.audit_models import ToolCall
+from mcp_gateway.audit.models import ToolCall
 from mcp_gateway.models import Tenant
 
 OPERATIONS = {

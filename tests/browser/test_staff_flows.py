@@ -24,7 +24,7 @@ from django.db import connection, connections
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_gateway.audit_models import ExposureEvent
+from mcp_gateway.audit.models import ExposureEvent
 from mcp_gateway.models import Exposure, Tenant
 from tests.browser.conftest import CHROMIUM_ARGS
 from tests.live.servers import Server, database_url, free_port, running
@@ -275,7 +275,7 @@ def test_staff_walk_expose_drift_hold_approve_and_tokens(
     # The tenant page: URL with a visible "copied", status, chart first.
     for _ in range(2):
         tools(mcp, secret)
-    from mcp_gateway.audit_models import ToolCall
+    from mcp_gateway.audit.models import ToolCall
 
     ToolCall.objects.create(
         tenant=Tenant.objects.get(slug="acme"),

@@ -22,7 +22,7 @@ from rest_framework.authtoken.models import Token
 
 from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping, tokens
-from mcp_gateway.audit_models import ExposureEvent
+from mcp_gateway.audit.models import ExposureEvent
 from mcp_gateway.catalog import clear_cache
 from mcp_gateway.models import Tenant
 from tests.engines import Drifting

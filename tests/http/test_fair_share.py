@@ -22,8 +22,9 @@ import redis
 from django.contrib.auth.models import User
 from django.db import connection
 
-from mcp_gateway import bookkeeping, concurrency, tokens
-from mcp_gateway.audit_models import ToolCall
+from mcp_gateway import bookkeeping, tokens
+from mcp_gateway.audit.models import ToolCall
+from mcp_gateway.limits import concurrency
 from mcp_gateway.models import Tenant
 from tests.live import rawhttp
 from tests.live.servers import Server, database_url, running

@@ -18,7 +18,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from mcp_gateway import bookkeeping, tokens
-from mcp_gateway.audit_models import ExposureEvent, ToolCall
+from mcp_gateway.audit.models import ExposureEvent, ToolCall
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
 from tests.live import rawhttp
 from tests.live.servers import Server

@@ -19,7 +19,7 @@ from django.urls import reverse
 
 from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping, tokens
-from mcp_gateway.audit_models import ExposureEvent
+from mcp_gateway.audit.models import ExposureEvent
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
 
 

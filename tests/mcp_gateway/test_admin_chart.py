@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from mcp_gateway import bookkeeping
 from mcp_gateway.admin.calls_chart import calls_per_tool
-from mcp_gateway.audit_models import ToolCall
+from mcp_gateway.audit.models import ToolCall
 from mcp_gateway.catalog import clear_cache
 from mcp_gateway.models import Tenant
 from tests.rpc import post_rpc

@@ -5,13 +5,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import IntegrityError, connection
 
 from demo import basic
 from engines_app.engine import FunctionEngine
 from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping
-from mcp_gateway.audit_models import ExposureEvent
+from mcp_gateway.audit.models import ExposureEvent
 from mcp_gateway.errors import (
     DuplicateExposure,
     InvalidEngine,
@@ -437,3 +437,50 @@ def test_two_concurrent_exposes_of_colliding_engines_create_one_row():
     assert len(errors) == 1
     assert isinstance(errors[0], ToolNameCollision)
     assert Exposure.objects.filter(tenant=tenant).count() == 1
+
+
+# -- The bulk path: many new tenants at once ----------------------------------
+
+
+def test_create_exposed_creates_bumped_tenants_with_one_event_each(db, staff):
+    tenants = bookkeeping.create_exposed(
+        ["bulk-a", "bulk-b"], ["demo.echo", "demo.add"], by=staff, via="command"
+    )
+
+    assert [t.slug for t in tenants] == ["bulk-a", "bulk-b"]
+    assert [version(t) for t in tenants] == [2, 2]
+    rows = Exposure.objects.filter(tenant__slug="bulk-b").order_by("engine_id")
+    assert [(e.engine_id, e.tool_name, e.exposed_by) for e in rows] == [
+        ("demo.add", "demo_add", staff),
+        ("demo.echo", "demo_echo", staff),
+    ]
+    assert rows[0].fingerprint == fingerprint(default_registry.get("demo.add"))
+    events = ExposureEvent.objects.order_by("tenant_slug")
+    assert [(e.tenant_slug, e.engine_ids, e.actor, e.via) for e in events] == [
+        ("bulk-a", ["demo.add", "demo.echo"], staff, "command"),
+        ("bulk-b", ["demo.add", "demo.echo"], staff, "command"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("engine_ids", "error"),
+    [
+        (["demo.add", "no.such"], UnknownEngine),
+        (["demo.echo", "demo:echo"], ToolNameCollision),
+        (["demo.add", "demo.add"], DuplicateExposure),
+    ],
+)
+def test_create_exposed_refuses_what_expose_many_refuses(db, engine_ids, error):
+    with pytest.raises(error):
+        bookkeeping.create_exposed(["bulk-a"], engine_ids)
+
+    assert not Tenant.objects.exists()
+    assert not Exposure.objects.exists()
+
+
+def test_create_exposed_creates_nothing_when_a_slug_is_taken(tenant):
+    with pytest.raises(IntegrityError):
+        bookkeeping.create_exposed(["fresh", tenant.slug], ["demo.echo"])
+
+    assert list(Tenant.objects.values_list("slug", flat=True)) == [tenant.slug]
+    assert not Exposure.objects.exists()

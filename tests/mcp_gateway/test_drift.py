@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 
 from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping, catalog
-from mcp_gateway.audit_models import ExposureEvent, ToolCall
+from mcp_gateway.audit.models import ExposureEvent, ToolCall
 from mcp_gateway.catalog import catalog_for, clear_cache
 from mcp_gateway.models import Exposure, Tenant
 from tests.engines import Drifting

@@ -10,6 +10,7 @@ from django.contrib.auth import authenticate
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from mcp_gateway import credentials
 from mcp_gateway.models import AuthorizationServer
 from mcp_gateway.oauth import fetch
 from tests.mcp_gateway.oauth_fixtures import (
@@ -38,10 +39,13 @@ def login(token: str) -> Any:
 def test_an_active_token_for_the_resource_authenticates_the_member(idp):
     idp.introspection["opaque"] = answer(scope="mcp:tools:read")
 
-    user = login("opaque")
+    with credentials.collecting() as granted:
+        user = login("opaque")
 
     assert user.get_username() == "alice"
-    assert user.mcp_scopes == frozenset({"mcp:tools:read"})
+    found = granted.of(user)
+    assert found is not None
+    assert found.scopes == frozenset({"mcp:tools:read"})
     assert idp.fetched == ["https://opaque.example/introspect"]
 
 

@@ -15,6 +15,8 @@ from cryptography.hazmat.primitives import serialization
 from django.contrib.auth import authenticate
 from django.contrib.auth.models import User
 
+from mcp_gateway import credentials
+from mcp_gateway.credentials import Credential
 from mcp_gateway.models import Membership, Tenant
 from mcp_gateway.oauth import fetch, jwks
 from tests.mcp_gateway.oauth_fixtures import (
@@ -35,13 +37,22 @@ def login(token: str, tenant: Tenant | str = "acme") -> Any:
     return authenticate(None, bearer_token=token, tenant=tenant)
 
 
-def test_a_good_token_authenticates_the_member_with_its_scopes(idp, tenant):
-    user = login(idp.token(scope="mcp:tools:read openid"))
+def credential(token: str) -> Credential:
+    """What the backend grants the endpoint for ``token``."""
+    with credentials.collecting() as granted:
+        user = login(token)
+    found = granted.of(user)
+    assert found is not None
+    return found
 
-    assert user is not None
-    assert user.get_username() == "alice"
-    assert user.mcp_tenant == tenant
-    assert user.mcp_scopes == frozenset({"mcp:tools:read", "openid"})
+
+def test_a_good_token_authenticates_the_member_with_its_scopes(idp, tenant):
+    granted = credential(idp.token(scope="mcp:tools:read openid"))
+
+    assert granted.user.get_username() == "alice"
+    assert granted.tenant == tenant
+    assert granted.token is None
+    assert granted.scopes == frozenset({"mcp:tools:read", "openid"})
 
 
 def test_a_tenant_object_works_like_its_slug(idp, tenant):
@@ -51,7 +62,7 @@ def test_a_tenant_object_works_like_its_slug(idp, tenant):
 def test_scp_as_a_list_is_read_as_scopes(idp):
     token = idp.token(scope=None, scp=["mcp:tools"])
 
-    assert login(token).mcp_scopes == frozenset({"mcp:tools"})
+    assert credential(token).scopes == frozenset({"mcp:tools"})
 
 
 def test_alg_none_is_refused(idp):

@@ -23,7 +23,7 @@ from rest_framework.test import APIClient
 
 from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping, permissions, tokens
-from mcp_gateway.audit_models import ExposureEvent
+from mcp_gateway.audit.models import ExposureEvent
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "security.md"

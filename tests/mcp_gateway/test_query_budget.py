@@ -9,7 +9,7 @@ from django.test import Client
 from django.utils import timezone
 
 from mcp_gateway import bookkeeping, tokens
-from mcp_gateway.audit_models import ToolCall
+from mcp_gateway.audit.models import ToolCall
 from mcp_gateway.catalog import clear_cache
 from mcp_gateway.models import ApiToken, Tenant
 from tests.mcp_gateway.oauth_fixtures import idp, jwt_server

@@ -7,7 +7,7 @@ from django.contrib.auth import authenticate
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from mcp_gateway import tokens
+from mcp_gateway import credentials, tokens
 from mcp_gateway.models import ApiToken, Membership
 
 
@@ -74,11 +74,16 @@ def test_split_refuses_malformed_tokens(raw):
 
 
 def test_the_token_authenticates_its_user_at_its_tenant(tenant, member, token):
-    user = authenticate(None, bearer_token=token, tenant=tenant)
+    with credentials.collecting() as granted:
+        user = authenticate(None, bearer_token=token, tenant=tenant)
 
     assert user == member
-    assert user.mcp_token.tenant == tenant  # type: ignore[union-attr]
-    assert user.mcp_token.prefix in token  # type: ignore[union-attr]
+    credential = granted.of(user)
+    assert credential is not None
+    assert credential.tenant == tenant
+    assert credential.token is not None
+    assert credential.token.prefix in token
+    assert credential.scopes == frozenset({"mcp:tools"})
 
 
 def test_a_wrong_secret_is_refused(tenant, token):

@@ -15,8 +15,10 @@ from django.utils import timezone
 from demo.basic import Add
 from engines_app.context import Principal
 from engines_app.registry import EngineRegistry
-from mcp_gateway import audit, bookkeeping, callrecord, tokens
-from mcp_gateway.audit_models import ExposureEvent, Outcome, ToolCall
+from mcp_gateway import bookkeeping, tokens
+from mcp_gateway.audit import callrecord
+from mcp_gateway.audit import log as audit
+from mcp_gateway.audit.models import ExposureEvent, Outcome, ToolCall
 from mcp_gateway.models import Tenant
 from tests.rpc import post_rpc
 

@@ -13,8 +13,8 @@ import pytest
 from engines_app.context import EngineContext, Principal
 from engines_app.engine import Engine
 from engines_app.errors import EngineError
-from mcp_gateway import adapter, deadlines
 from mcp_gateway.models import Tenant
+from mcp_gateway.runtime import adapter, deadlines
 
 ALICE = Principal(tenant="acme", user="alice")
 

@@ -15,8 +15,9 @@ from django.contrib.auth.models import User
 from django.core.cache import caches
 from django.db import connection
 
-from mcp_gateway import bookkeeping, quotas, tokens
-from mcp_gateway.audit_models import ToolCall
+from mcp_gateway import bookkeeping, tokens
+from mcp_gateway.audit.models import ToolCall
+from mcp_gateway.limits import quotas
 from mcp_gateway.models import Tenant
 from tests.services import redis_running
 

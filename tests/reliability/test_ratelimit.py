@@ -11,8 +11,9 @@ from django.core.cache import caches
 from django.test import Client
 
 from engines_app.context import Principal
-from mcp_gateway import bookkeeping, ratelimit, tokens
-from mcp_gateway.audit_models import ToolCall
+from mcp_gateway import bookkeeping, tokens
+from mcp_gateway.audit.models import ToolCall
+from mcp_gateway.limits import ratelimit
 from mcp_gateway.models import Tenant
 from tests.rpc import post_rpc
 

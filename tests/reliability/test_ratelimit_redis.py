@@ -6,7 +6,7 @@ import pytest
 from django.core.cache import caches
 
 from engines_app.context import Principal
-from mcp_gateway import ratelimit
+from mcp_gateway.limits import ratelimit
 from mcp_gateway.models import Tenant
 from tests.services import redis_running
 

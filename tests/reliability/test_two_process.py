@@ -19,8 +19,8 @@ from django.contrib.auth.models import User
 from django.db import connection
 
 from mcp_gateway import bookkeeping, tokens
+from mcp_gateway.dispatch.sdk import CATALOG_VERSION_META_KEY
 from mcp_gateway.models import Tenant
-from mcp_gateway.protocol import CATALOG_VERSION_META_KEY
 from tests.live import rawhttp
 from tests.live.servers import ROOT, Server, database_url, running
 

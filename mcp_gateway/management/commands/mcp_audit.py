@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from mcp_gateway import audit
+from mcp_gateway.audit import log as audit
 from mcp_gateway.management.base import plural
 
 

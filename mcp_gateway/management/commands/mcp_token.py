@@ -7,6 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from mcp_gateway import scopes as known_scopes
 from mcp_gateway import tokens
 from mcp_gateway.management.base import USER_HELP, get_tenant, get_user, table
 from mcp_gateway.models import ApiToken
@@ -28,7 +29,7 @@ class Command(BaseCommand):
             action="append",
             dest="scopes",
             metavar="SCOPE",
-            help=f"Repeatable; one of {', '.join(sorted(tokens.KNOWN_SCOPES))}.",
+            help=f"Repeatable; one of {', '.join(sorted(known_scopes.KNOWN))}.",
         )
         create.add_argument("--expires-in", type=int, metavar="SECONDS")
         create.add_argument(
@@ -55,7 +56,7 @@ class Command(BaseCommand):
                 options["slug"],
                 options["user"],
                 create_user=options["create_user"],
-                scopes=options["scopes"] or list(tokens.DEFAULT_SCOPES),
+                scopes=options["scopes"] or list(known_scopes.TOKEN_DEFAULT),
                 expires_in=options["expires_in"],
                 calls_per_day=options["calls_per_day"],
                 calls_per_month=options["calls_per_month"],
@@ -76,9 +77,9 @@ class Command(BaseCommand):
         calls_per_day: int | None = None,
         calls_per_month: int | None = None,
     ) -> None:
-        unknown = sorted(set(scopes) - tokens.KNOWN_SCOPES)
+        unknown = sorted(set(scopes) - known_scopes.KNOWN)
         if unknown:
-            known = ", ".join(sorted(tokens.KNOWN_SCOPES))
+            known = ", ".join(sorted(known_scopes.KNOWN))
             raise CommandError(f"Unknown scope(s) {', '.join(unknown)}; use {known}.")
         tenant = get_tenant(slug)
         user = get_user(username, create=create_user)

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from mcp_gateway import usage
+from mcp_gateway.audit import usage
 from mcp_gateway.models import Tenant
 
 

@@ -1,0 +1,195 @@
+"""The audit log: write tool calls and exposure changes, prune old rows."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta
+from typing import Any, cast
+
+from asgiref.sync import sync_to_async
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
+from django.db import DataError, IntegrityError, connections, router
+from django.utils import timezone
+
+from engines_app.context import Principal
+from mcp_gateway.audit.callrecord import CallRecord, storable
+from mcp_gateway.audit.models import ExposureEvent, ToolCall
+from mcp_gateway.compiled import CompiledInsert
+from mcp_gateway.conf import gateway_settings
+from mcp_gateway.models import Tenant
+from mcp_gateway.observability import metrics, observe
+
+logger = logging.getLogger("mcp_gateway")
+
+REDACTED = "[redacted]"
+UNSTORABLE = "[unstorable]"
+"""What the row holds instead of a value no database would store."""
+
+
+_insert_call = CompiledInsert(ToolCall)
+
+
+def start_record(
+    method: str, tenant: Tenant | None = None, principal: Principal | None = None
+) -> CallRecord | None:
+    """A record for a ``tools/call`` while the audit log, metrics, traces or
+    one of the quotas of ``tenant`` or ``principal`` need it, else ``None``."""
+    if method != "tools/call":
+        return None
+    if gateway_settings().AUDIT_CALLS or observe.wants_records(tenant, principal):
+        return CallRecord()
+    return None
+
+
+def record_call(record: CallRecord, tenant: Tenant, principal: Principal) -> None:
+    """Write one row for a call that reached dispatch: one INSERT, whatever
+    the call held (a value no database stores becomes a placeholder)."""
+    if record.outcome is None:
+        return
+    observe.call_done(record, tenant)  # quotas given back, metrics, the span
+    if not gateway_settings().AUDIT_CALLS:
+        return
+    call = ToolCall(
+        tenant=tenant,
+        tenant_slug=tenant.slug,
+        user=storable(principal.user or "")[:150],
+        token_prefix=(principal.token or "")[:16],
+        tool_name=record.tool_name,
+        engine_id=storable(record.engine_id)[:200],
+        engine_version=storable(record.engine_version)[:64],
+        outcome=record.outcome,
+        duration_ms=min(record.duration_ms, 2**31 - 1),
+        request_id=record.request_id,
+        protocol_version=record.protocol_version,
+        arguments=storable_json(record.arguments),
+        error_code=record.error_code,
+    )
+    try:
+        _insert(call)
+    except Exception:
+        metrics.audit_write_failed(tenant.slug)
+        raise
+
+
+def _insert(call: ToolCall) -> None:
+    alias = router.db_for_write(ToolCall)
+    try:
+        _insert_call.insert(call, using=alias)
+    except (DataError, IntegrityError):
+        if connections[alias].in_atomic_block:
+            raise  # its transaction is lost; the caller's to handle
+        # Never lose the row: keep what is known, without what was refused.
+        logger.exception("Audit row of %s refused; stored without it", call)
+        call.tenant = None  # deleted meanwhile; the slug stays
+        call.arguments = None if call.arguments is None else UNSTORABLE
+        _insert_call.insert(call, using=alias)
+
+
+def storable_json(value: Any) -> Any:
+    """``value`` when every database stores it as JSON, else the placeholder."""
+    if value is None:
+        return None
+    try:
+        json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except (ValueError, TypeError, RecursionError, UnicodeEncodeError):
+        return UNSTORABLE
+    return value
+
+
+async def arecord_call(
+    record: CallRecord, tenant: Tenant, principal: Principal
+) -> None:
+    await sync_to_async(record_call)(record, tenant, principal)
+
+
+def arguments_to_keep(tenant: Tenant, arguments: Mapping[str, Any]) -> Any:
+    """The arguments as the tenant's switch allows storing them, or ``None``."""
+    if not tenant.audit_arguments:
+        return None
+    keys = tenant.audit_redacted_keys
+    names = {str(key).lower() for key in keys} if isinstance(keys, list) else set()
+    return redact(arguments, frozenset(names))
+
+
+def redact(value: Any, keys: frozenset[str]) -> Any:
+    """Replace the value of every key in ``keys`` (any case, any depth)."""
+    if isinstance(value, Mapping):
+        return {
+            storable(str(key)): REDACTED
+            if str(key).lower() in keys
+            else redact(item, keys)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact(item, keys) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return UNSTORABLE
+    return storable(value) if isinstance(value, str) else value
+
+
+def record_change(
+    tenant: Tenant,
+    action: str,
+    engine_ids: Iterable[str],
+    *,
+    by: AbstractBaseUser | AnonymousUser | None,
+    via: str,
+) -> ExposureEvent:
+    """Write one exposure change; call it inside the change's transaction."""
+    actor = acting_user(by)
+    return ExposureEvent.objects.create(
+        tenant=tenant,
+        tenant_slug=tenant.slug,
+        action=action,
+        engine_ids=sorted(engine_ids),
+        catalog_version=tenant.catalog_version,
+        actor=actor,
+        actor_name=actor.get_username()[:150] if actor is not None else "",
+        via=via,
+    )
+
+
+def record_changes(
+    tenants: Sequence[Tenant],
+    action: str,
+    engine_ids: Iterable[str],
+    *,
+    by: AbstractBaseUser | AnonymousUser | None,
+    via: str,
+) -> None:
+    """The same change to many tenants: one event each, written in bulk."""
+    actor = acting_user(by)
+    name = actor.get_username()[:150] if actor is not None else ""
+    ids = sorted(engine_ids)
+    ExposureEvent.objects.bulk_create(
+        [
+            ExposureEvent(
+                tenant=tenant,
+                tenant_slug=tenant.slug,
+                action=action,
+                engine_ids=ids,
+                catalog_version=tenant.catalog_version,
+                actor=actor,
+                actor_name=name,
+                via=via,
+            )
+            for tenant in tenants
+        ],
+        batch_size=2000,
+    )
+
+
+def prune(older_than_days: int) -> tuple[int, int]:
+    """Delete calls and changes older than the given number of days."""
+    cutoff = timezone.now() - timedelta(days=older_than_days)
+    calls, _ = ToolCall.objects.filter(created_at__lt=cutoff).delete()
+    changes, _ = ExposureEvent.objects.filter(created_at__lt=cutoff).delete()
+    return calls, changes
+
+
+def acting_user(by: AbstractBaseUser | AnonymousUser | None) -> User | None:
+    """The signed-in user behind a change, or ``None`` (anonymous, code)."""
+    return cast("User", by) if by is not None and by.is_authenticated else None

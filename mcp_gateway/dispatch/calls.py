@@ -1,0 +1,172 @@
+"""The steps of a ``tools/call``, whichever handler answers it.
+
+Admission (audit record, rate limits, call quotas), the engine's context,
+the run, and the record's outcome: one implementation each, used by the
+gateway's own ``tools/call`` handler and by the SDK's (``sdk._call_tool``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+import mcp_types as types
+
+from engines_app.context import EngineContext
+from engines_app.interaction import InputReply
+from mcp_gateway import jsonrpc
+from mcp_gateway.audit import callrecord
+from mcp_gateway.audit import log as audit
+from mcp_gateway.catalog import CatalogEntry
+from mcp_gateway.dispatch.era import Route
+from mcp_gateway.dispatch.scope import CallScope, Outcome
+from mcp_gateway.dispatch.wire import error_outcome
+from mcp_gateway.limits import quotas, ratelimit
+from mcp_gateway.runtime import adapter, deadlines
+
+Result = types.CallToolResult | types.InputRequiredResult
+
+
+def admit(
+    request_id: Any, params: Any, route: Route, scope: CallScope
+) -> Outcome | None:
+    """Start the call's audit record, then apply the rate limits (check 17)
+    and the call quotas; ``None`` admits the call."""
+    record = scope.record
+    if record is not None:
+        record.begin(request_id, params, route.version)
+        record.outcome = callrecord.INVALID  # until a result says more
+    limited = ratelimit.check(scope.tenant, scope.principal)
+    if not limited.allowed:
+        if limited.unavailable:
+            return _unavailable(request_id, scope)
+        return _refused(
+            request_id,
+            scope,
+            callrecord.RATE_LIMITED,
+            types.ErrorData(
+                code=jsonrpc.SERVER_ERROR,
+                message="Rate limit exceeded; retry later.",
+                data={"retryAfter": limited.retry_after},
+            ),
+            limited.retry_after,
+        )
+    quota = quotas.check(scope.tenant, scope.principal)
+    if quota.allowed:
+        if record is not None and quota.charged:
+            record.charged = quota.charged
+        return None
+    if quota.unavailable:
+        return _unavailable(request_id, scope)
+    message = f"Call quota for this {quota.period} used up; retry after it resets."
+    data = {
+        "code": quotas.CODE,
+        "period": quota.period,
+        "retryAfter": quota.retry_after,
+    }
+    return _refused(
+        request_id,
+        scope,
+        callrecord.QUOTA,
+        types.ErrorData(code=jsonrpc.SERVER_ERROR, message=message, data=data),
+        quota.retry_after,
+    )
+
+
+def _unavailable(request_id: Any, scope: CallScope) -> Outcome:
+    finish(scope, callrecord.FAILED, str(jsonrpc.SERVER_ERROR))
+    return error_outcome(request_id, jsonrpc.unavailable(), 503)
+
+
+def _refused(
+    request_id: Any,
+    scope: CallScope,
+    outcome: str,
+    error: types.ErrorData,
+    retry_after: int,
+) -> Outcome:
+    finish(scope, outcome, str(error.code))
+    refused = error_outcome(request_id, error, 429)
+    return Outcome(429, refused.body, {"Retry-After": str(retry_after)})
+
+
+def start(
+    scope: CallScope,
+    entry: CatalogEntry,
+    arguments: Mapping[str, Any],
+    reply: InputReply | None = None,
+) -> EngineContext:
+    """The engine's context for this call; the record learns the engine."""
+    context = adapter.build_context(
+        entry.engine,
+        arguments,
+        principal=scope.principal,
+        config=scope.tenant.engine_config or {},
+        deadline_seconds=deadlines.deadline_for(entry.engine),
+        progress_sink=scope.progress_sink,
+        log_sink=scope.log_sink,
+        reply=reply,
+    )
+    record = scope.record
+    if record is not None:
+        record.engine_id = str(entry.engine.id)
+        record.engine_version = str(getattr(entry.engine, "version", ""))
+        record.arguments = audit.arguments_to_keep(scope.tenant, arguments)
+    return context
+
+
+def run(
+    scope: CallScope,
+    entry: CatalogEntry,
+    arguments: Mapping[str, Any],
+    context: EngineContext,
+) -> types.CallToolResult:
+    """Run the engine from sync code (WSGI) and record the outcome."""
+    result = adapter.execute(entry.engine, arguments, context)
+    finish_result(scope, result)
+    return result
+
+
+async def arun(
+    scope: CallScope,
+    entry: CatalogEntry,
+    arguments: Mapping[str, Any],
+    context: EngineContext,
+    ask: adapter.Ask | None = None,
+) -> Result:
+    """Run the engine from async code and record the outcome (or the
+    cancellation, when the client goes away)."""
+    try:
+        result = await adapter.aexecute(entry.engine, arguments, context, ask)
+    except asyncio.CancelledError:
+        finish(scope, callrecord.CANCELLED)
+        raise
+    finish_result(scope, result)
+    return result
+
+
+def finish(scope: CallScope, outcome: str, error_code: str = "") -> None:
+    if scope.record is not None:
+        scope.record.finish(outcome, error_code)
+
+
+def finish_result(scope: CallScope, result: Result) -> None:
+    """Note a tool's result: its outcome and, for a tool error, its code."""
+    if scope.record is None:
+        return
+    code = ""
+    if isinstance(result, types.CallToolResult) and result.is_error:
+        first = result.content[0] if result.content else None
+        text = first.text if isinstance(first, types.TextContent) else None
+        code = callrecord.error_code_of(True, text)
+    scope.record.finish(outcome_of(result), code)
+
+
+def outcome_of(result: Result) -> str:
+    """The audit outcome of an engine's result."""
+    if not isinstance(result, types.CallToolResult):
+        return callrecord.OK
+    first = result.content[0] if result.content else None
+    text = first.text if isinstance(first, types.TextContent) else None
+    return callrecord.outcome_of(bool(result.is_error), text)

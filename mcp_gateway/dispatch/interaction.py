@@ -1,0 +1,96 @@
+"""Engine input requests ⇄ MCP 2026-07-28 multi round-trip results.
+
+An engine's :class:`~engines_app.interaction.InputRequest` becomes an
+``InputRequiredResult`` with one form elicitation and a ``requestState``
+(sealed by :mod:`mcp_gateway.dispatch.request_state`). The client's retry brings the
+elicitation's answer in ``inputResponses`` and the verified state back; that
+becomes the engine's ``context.reply``. Clients that cannot answer (the 2025
+wires, or no elicitation capability) get a tool error instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from engines_app.interaction import InputReply, InputRequest
+
+INPUT_KEY = "input"
+"""The one key of ``inputRequests`` / ``inputResponses`` the gateway uses."""
+
+
+def can_ask(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether this request's client can answer an input request."""
+    return client_can_answer(ctx.protocol_version, ctx.meta)
+
+
+def client_can_answer(version: str, meta: Mapping[str, Any] | None) -> bool:
+    """Whether a request at ``version`` with ``_meta`` can answer input requests."""
+    if version not in MODERN_PROTOCOL_VERSIONS or not isinstance(meta, Mapping):
+        return False
+    capabilities = meta.get(types.CLIENT_CAPABILITIES_META_KEY)
+    return isinstance(capabilities, Mapping) and "elicitation" in capabilities
+
+
+def input_required(request: InputRequest) -> types.InputRequiredResult:
+    """Ask the client to fill the engine's form, then retry."""
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {name: dict(field) for name, field in request.fields.items()},
+    }
+    if request.required:
+        schema["required"] = list(request.required)
+    elicit = types.ElicitRequest(
+        params=types.ElicitRequestFormParams(
+            message=request.message, requested_schema=schema
+        )
+    )
+    state = json.dumps({"k": INPUT_KEY, "s": request.state}, separators=(",", ":"))
+    return types.InputRequiredResult(
+        input_requests={INPUT_KEY: elicit}, request_state=state
+    )
+
+
+def reply_of(params: types.CallToolRequestParams) -> InputReply | None:
+    """The caller's answer carried by a retry, or ``None`` on a first call.
+
+    ``request_state`` has been verified and opened by the request-state
+    boundary by now; answers without a state are refused, since nothing
+    would show that this server asked the question.
+
+    Raises:
+        MCPError: -32602 for answers without a state, a state without an
+            answer, or an answer of the wrong kind.
+    """
+    if params.request_state is None:
+        if params.input_responses:
+            raise _invalid("inputResponses need the requestState they answer.")
+        return None
+    answer = (params.input_responses or {}).get(INPUT_KEY)
+    if not isinstance(answer, types.ElicitResult):
+        raise _invalid("The retry must answer the elicitation it was asked.")
+    return InputReply(
+        action=answer.action,
+        content=dict(answer.content or {}),
+        state=_engine_state(params.request_state),
+    )
+
+
+def _engine_state(plaintext: str) -> str:
+    try:
+        state = json.loads(plaintext)
+    except ValueError:
+        state = None
+    if not isinstance(state, dict) or not isinstance(state.get("s"), str):
+        raise _invalid("Invalid or expired requestState")
+    return str(state["s"])
+
+
+def _invalid(message: str) -> MCPError:
+    return MCPError(types.INVALID_PARAMS, message)

@@ -1,0 +1,46 @@
+"""What the dispatcher is given with a message, and what it answers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engines_app.context import LogSink, Principal, ProgressSink
+from mcp_gateway.audit.callrecord import CallRecord
+from mcp_gateway.catalog import Catalog
+from mcp_gateway.models import Tenant
+
+
+@dataclass(frozen=True)
+class CallScope:
+    """What the endpoint knows about the request."""
+
+    tenant: Tenant
+    catalog: Catalog
+    principal: Principal
+    headers: Mapping[str, str]
+    progress_sink: ProgressSink | None = None
+    log_sink: LogSink | None = None
+    record: CallRecord | None = None
+    """Filled in for a ``tools/call``; the endpoint writes it to the audit log."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """An answer: HTTP status, JSON-RPC body (or none: 202) and headers."""
+
+    status: int
+    body: dict[str, Any] | None
+    headers: dict[str, str]
+    encoded: bytes | None = None
+    """``body`` already encoded as JSON, when the dispatcher built it so."""
+
+    @property
+    def json(self) -> dict[str, Any] | None:
+        """The body as data, whether it is held encoded or not."""
+        if self.encoded is not None:
+            decoded: dict[str, Any] = json.loads(self.encoded)
+            return decoded
+        return self.body

@@ -1,0 +1,55 @@
+"""One route, the right view for each request: async on an event loop.
+
+Django runs a view the way it is written: an ``async def`` view under WSGI
+would cost an event loop per request, a sync view under ASGI a thread hop
+and no streaming. So the endpoint's URL pattern resolves, per request, to
+the async view when it is resolved on a running event loop (Django's ASGI
+handler resolves there) and to the sync view otherwise (WSGI), whatever was
+imported first and whichever wrapper the site put around its application.
+``MCP_GATEWAY["ASYNC_ENDPOINT"] = True`` / ``False`` forces either view; it
+is read per request, since system checks do not run under gunicorn or
+uvicorn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from django.urls import URLPattern, path
+from django.urls.resolvers import ResolverMatch
+
+from mcp_gateway.conf import gateway_settings
+from mcp_gateway.endpoint.aviews import aendpoint
+from mcp_gateway.endpoint.views import endpoint
+from mcp_gateway.observability.observe import observed
+
+
+def uses_async_endpoint() -> bool:
+    """Whether this request is served by the async view."""
+    configured = gateway_settings().ASYNC_ENDPOINT
+    if configured is not None:
+        return bool(configured)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+class EndpointPattern(URLPattern):
+    """A URL pattern with a sync and an async view, chosen when it resolves."""
+
+    def __init__(self, route: str, name: str) -> None:
+        sync = path(route, observed(endpoint), name=name)
+        super().__init__(sync.pattern, sync.callback, name=name)
+        self.async_pattern = path(route, observed(aendpoint), name=name)
+
+    def resolve(self, path: str) -> ResolverMatch | None:
+        if uses_async_endpoint():
+            return self.async_pattern.resolve(path)
+        return super().resolve(path)
+
+
+def endpoint_pattern(route: str, name: str = "endpoint") -> EndpointPattern:
+    """The endpoint's URL pattern (``mcp_gateway.urls`` mounts it)."""
+    return EndpointPattern(route, name)

@@ -1,0 +1,69 @@
+"""The sync MCP endpoint (WSGI): admission, dispatch, the JSON answer."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import DatabaseError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from engines_app.context import Principal
+from mcp_gateway import jsonrpc
+from mcp_gateway.audit import log as audit
+from mcp_gateway.dispatch.core import handle
+from mcp_gateway.dispatch.scope import Outcome
+from mcp_gateway.endpoint import boundary
+from mcp_gateway.endpoint.admission import admit, call_scope
+from mcp_gateway.models import Tenant
+
+logger = logging.getLogger("mcp_gateway")
+
+
+@csrf_exempt  # bearer tokens only: no cookie ever authenticates this view
+def endpoint(request: HttpRequest, slug: str) -> HttpResponse:
+    request.get_host()  # DisallowedHost -> 400 before anything else
+    try:
+        admitted = admit(request, slug)
+        if isinstance(admitted, HttpResponse):
+            return admitted
+        return _dispatch(request, *admitted)
+    except DatabaseError:
+        logger.exception("Database unavailable while serving tenant %r", slug)
+        return boundary.unavailable()
+
+
+def _dispatch(
+    request: HttpRequest, tenant: Tenant, principal: Principal, message: jsonrpc.Message
+) -> HttpResponse:
+    try:
+        scope = call_scope(request, tenant, principal, message)
+        if isinstance(scope, HttpResponse):
+            return scope
+        outcome = handle(message.payload, scope)
+        if scope.record is not None:
+            audit.record_call(scope.record, tenant, principal)
+    except DatabaseError:
+        logger.exception("Database unavailable while serving tenant %r", tenant.slug)
+        return boundary.unavailable(message.id)
+    return response_of(outcome)
+
+
+def response_of(outcome: Outcome) -> HttpResponse:
+    """The JSON answer of an outcome (an empty body for a 202)."""
+    response: HttpResponse
+    if outcome.encoded is not None:
+        response = HttpResponse(
+            outcome.encoded, status=outcome.status, content_type="application/json"
+        )
+    elif outcome.body is None:
+        response = HttpResponse(status=outcome.status)
+    else:
+        response = JsonResponse(
+            outcome.body,
+            status=outcome.status,
+            json_dumps_params={"ensure_ascii": False},
+        )
+    for name, value in outcome.headers.items():
+        response[name] = value
+    return response

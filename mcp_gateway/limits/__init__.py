@@ -1,0 +1,1 @@
+"""What may run now: rate limits per minute and call quotas per day and month."""

@@ -1,0 +1,1 @@
+"""Metrics (Prometheus), traces (OpenTelemetry), and where requests meet them."""

@@ -149,6 +149,11 @@ MCP_GATEWAY = {
     "BUS_DATABASE": env.str("MCP_BUS_DATABASE", default="default"),
     # Unset: no metrics kept, /metrics answers 404 (docs/operations.md).
     "METRICS_TOKEN": env.str("MCP_METRICS_TOKEN", default=""),
+    # Fernet keys for engine secrets, comma-separated, newest first.
+    "SECRET_KEYS": env.list("MCP_SECRET_KEYS", default=[]),
+    "SECRETS_CACHE_SECONDS": env.float("MCP_SECRETS_CACHE_SECONDS", default=300.0),
+    "AUDIT_STREAM": env.str("MCP_AUDIT_STREAM", default=""),
+    "AUDIT_ANCHOR_KEY": env.str("MCP_AUDIT_ANCHOR_KEY", default=""),
 }
 
 # The management API (mcp_gateway.api) sets its own authentication,

@@ -35,6 +35,7 @@ from engines_app.interaction import InputReply, InputRequest
 from engines_app.results import Audio, Content, Image, Resource, RichResult, Text
 from mcp_gateway import concurrency, deadlines, simple_schema, tracing
 from mcp_gateway.dispatch_context import run_in_thread_loop
+from mcp_gateway.engine_secrets import runtime as engine_secrets
 from mcp_gateway.interaction import UNAVAILABLE
 from mcp_gateway.naming import tool_name
 
@@ -204,6 +205,18 @@ def build_context(
 def execute(
     engine: Any, arguments: Mapping[str, Any], context: EngineContext
 ) -> types.CallToolResult:
+    """Run ``engine`` from sync code, with its secrets (``engine_secrets``)."""
+    try:
+        context = engine_secrets.provide(engine, context)
+    except engine_secrets.SecretsRefused as exc:
+        return tool_error(exc.code, exc.message)
+    with engine_secrets.scrubbing(context):
+        return engine_secrets.scrubbed(context, _execute(engine, arguments, context))
+
+
+def _execute(
+    engine: Any, arguments: Mapping[str, Any], context: EngineContext
+) -> types.CallToolResult:
     """Run ``engine`` from sync code; every outcome is a tool result.
 
     A sync engine runs in the bounded engine pool until its deadline, as under
@@ -236,6 +249,22 @@ Ask = Callable[[InputRequest], types.InputRequiredResult]
 
 
 async def aexecute(
+    engine: Any,
+    arguments: Mapping[str, Any],
+    context: EngineContext,
+    ask: Ask | None = None,
+) -> types.CallToolResult | types.InputRequiredResult:
+    """Run ``engine`` without blocking the loop, with its secrets."""
+    try:
+        context = await engine_secrets.aprovide(engine, context)
+    except engine_secrets.SecretsRefused as exc:
+        return tool_error(exc.code, exc.message)
+    with engine_secrets.scrubbing(context):
+        result = await _aexecute(engine, arguments, context, ask)
+    return engine_secrets.scrubbed(context, result)
+
+
+async def _aexecute(
     engine: Any,
     arguments: Mapping[str, Any],
     context: EngineContext,

@@ -17,6 +17,7 @@ from typing import Any
 
 from mcp_gateway import jsonrpc
 from mcp_gateway.conf import gateway_settings
+from mcp_gateway.engine_secrets import store
 from mcp_gateway.framing import MISSING_HOST, is_mount, lacks_host, refusal_body
 from mcp_gateway.serving import announce_asgi
 
@@ -32,6 +33,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 class BoundaryGuard:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        store.startup_check()  # wrong secret keys: refuse to start
         announce_asgi()  # the URLconf will serve the async endpoint
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from mcp_gateway.engine_secrets import store
 from mcp_gateway.framing import MISSING_HOST, lacks_host, refusal_body
 
 StartResponse = Callable[..., Any]
@@ -18,6 +19,7 @@ WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 class BoundaryGuard:
     def __init__(self, app: WSGIApp) -> None:
         self.app = app
+        store.startup_check()  # wrong secret keys: refuse to start
 
     def __call__(
         self, environ: dict[str, Any], start_response: StartResponse

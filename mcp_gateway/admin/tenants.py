@@ -9,7 +9,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import Count, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -20,6 +20,7 @@ from mcp_gateway import bookkeeping, quotas
 from mcp_gateway.admin.authorization import AuthorizationServerInline
 from mcp_gateway.admin.calls_chart import calls_per_tool, chart_html
 from mcp_gateway.admin.permissions import ActionPermissions
+from mcp_gateway.admin.secrets import warn_missing
 from mcp_gateway.admin.status import status_html
 from mcp_gateway.admin.users import UserFieldMixin
 from mcp_gateway.audit_models import Outcome, ToolCall
@@ -164,6 +165,18 @@ class TenantAdmin(ActionPermissions, admin.ModelAdmin[Tenant]):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Tenant]:
         return super().get_queryset(request).annotate(_exposures=Count("exposures"))
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        tenant = self.get_object(request, object_id)
+        if request.method == "GET" and tenant is not None:
+            warn_missing(request, tenant)  # exposed engines lacking a secret
+        return super().change_view(request, object_id, form_url, extra_context)
 
     def get_readonly_fields(
         self, request: HttpRequest, obj: Tenant | None = None

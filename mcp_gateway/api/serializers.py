@@ -10,6 +10,7 @@ from rest_framework import serializers
 
 from mcp_gateway import bookkeeping, users
 from mcp_gateway.audit_models import ToolCall
+from mcp_gateway.engine_secrets.models import EngineSecret
 from mcp_gateway.forms import clean_origin
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
 from mcp_gateway.naming import tool_name
@@ -247,3 +248,22 @@ class UsageSerializer(serializers.Serializer[dict[str, Any]]):
     day = serializers.CharField(help_text="A UTC date, YYYY-MM-DD.")
     outcome = serializers.CharField()
     calls = serializers.IntegerField()
+
+
+class EngineSecretSerializer(serializers.ModelSerializer[EngineSecret]):
+    """A secret by name: ``value`` is write-only and never shown again."""
+
+    value = serializers.CharField(
+        write_only=True,
+        trim_whitespace=False,
+        style={"input_type": "password"},
+        help_text="The secret; stored encrypted, never returned.",
+    )
+    set_by = serializers.CharField(source="set_by_name", read_only=True)
+
+    class Meta:
+        model = EngineSecret
+        fields = ["engine_id", "name", "value", "set_at", "set_by"]
+        read_only_fields = ["set_at"]
+        # Replacing goes through the same POST: no unique-together refusal.
+        validators: list[Any] = []

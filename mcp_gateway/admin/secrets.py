@@ -166,7 +166,7 @@ def warn_missing(request: HttpRequest, tenant: Tenant) -> None:
         messages.warning(
             request,
             _(
-                "%(engine)s needs the secret(s) %(names)s, not set for this "
+                "The engine %(engine)s needs the secret(s) %(names)s, not set for this "
                 "tenant: its calls answer an error until they are set."
             )
             % {"engine": engine_id, "names": ", ".join(names)},

@@ -25,7 +25,8 @@ from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping, permissions, tokens
 from mcp_gateway.audit_models import ExposureEvent
 from mcp_gateway.engine_secrets import service
-from mcp_gateway.models import ApiToken, EngineSecret, Exposure, Membership, Tenant
+from mcp_gateway.engine_secrets.models import EngineSecret
+from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "security.md"
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.test import Client
 from rest_framework.test import APIClient
 
@@ -416,3 +417,65 @@ def test_the_api_refuses_a_bad_secret_with_a_message_but_no_value(api, acme):
     assert response.status_code == 400
     assert "declares no secret named 'NOPE'" in response.content.decode()
     assert KEY not in response.content.decode()
+
+
+@pytest.mark.parametrize("mode", ["ok", "echo", "raise"])
+def test_the_async_endpoint_hands_over_and_scrubs_secrets_alike(
+    client, token, with_secrets, settings, caplog, mode
+):
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "ASYNC_ENDPOINT": True}
+
+    with caplog.at_level(logging.DEBUG):
+        cold = call(client, token, mode)
+        warm = call(client, token, mode)
+
+    for response in (cold, warm):
+        assert KEY not in response.content.decode()
+        assert result_of(response) == result_of(cold)
+    assert KEY not in caplog.text
+    if mode == "ok":
+        assert result_of(cold)["structuredContent"]["key_length"] == len(KEY)
+
+
+def test_no_api_payload_holds_a_secret(api, client, token, with_secrets):
+    call(client, token, "echo")
+    call(client, token, "raise")
+
+    for url in (
+        "/api/tenants/",
+        "/api/tenants/acme/",
+        "/api/tenants/acme/secrets/",
+        "/api/tenants/acme/exposures/",
+        "/api/engines/",
+        "/api/audit/",
+        "/api/usage/",
+    ):
+        response = api.get(url)
+        assert response.status_code == 200, url
+        assert KEY not in response.content.decode(), url
+        assert REGION not in response.content.decode(), url
+
+
+def test_the_command_sets_from_standard_input_and_lists_no_value(
+    acme, monkeypatch, capsys
+):
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(KEY + "\n"))
+    call_command("mcp_secrets", "set", "acme", "test.downstream", "API_KEY")
+    call_command("mcp_secrets", "list", "--tenant", "acme")
+    with pytest.raises(CommandError, match="declares no secret named 'NOPE'"):
+        call_command("mcp_secrets", "set", "acme", "test.downstream", "NOPE")
+
+    printed = capsys.readouterr().out
+    assert "acme test.downstream API_KEY: set on" in printed
+    assert KEY not in printed
+    assert store.for_engine(acme.pk, "test.downstream")["API_KEY"] == KEY
+
+
+def test_the_command_deletes_a_secret(with_secrets, capsys):
+    call_command("mcp_secrets", "delete", "acme", "test.downstream", "REGION")
+
+    assert list(EngineSecret.objects.values_list("name", flat=True)) == ["API_KEY"]
+    with pytest.raises(CommandError, match="No such secret"):
+        call_command("mcp_secrets", "delete", "acme", "test.downstream", "REGION")

@@ -29,6 +29,15 @@ logger = logging.getLogger("mcp_gateway")
 
 MASK = "[secret]"
 R = TypeVar("R", bound=BaseModel)
+_WITHHELD = {
+    "content": [
+        {
+            "type": "text",
+            "text": '{"code":"EXECUTION_FAILED","message":"Tool execution failed."}',
+        }
+    ],
+    "isError": True,
+}
 _active: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
     "mcp_gateway_active_secrets", default=()
 )
@@ -126,7 +135,13 @@ def scrubbed(context: EngineContext, result: R) -> R:
         return result
     dumped = result.model_dump(by_alias=True, exclude_none=True)
     clean = _scrub(dumped, values)
-    return result if clean == dumped else type(result).model_validate(clean)
+    if clean == dumped:
+        return result
+    try:
+        return type(result).model_validate(clean)
+    except ValueError:  # pydantic's ValidationError: never send the original
+        logger.error("A result held a secret and could not be scrubbed")
+        return type(result).model_validate(_WITHHELD)
 
 
 def scrub_text(text: str, values: list[str] | tuple[str, ...]) -> str:

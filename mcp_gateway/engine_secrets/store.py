@@ -11,10 +11,12 @@ The first read of a process checks that its keys open every stored secret
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from types import MappingProxyType
 
 from django.db import DatabaseError, connection
@@ -99,12 +101,23 @@ def startup_check() -> None:
 
     For WSGI/ASGI entry points, where system checks do not run. A database
     that is not reachable (or not migrated) yet defers the check to the
-    first read.
+    first read. Under a running event loop (uvicorn imports the application
+    inside it) the query runs in a thread of its own.
 
     Raises:
         SecretKeyError: as ``verify_keys``.
     """
     keyring()  # a malformed key refuses at once, database or not
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        _check_stored()
+        return
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        thread.submit(_check_stored).result()
+
+
+def _check_stored() -> None:
     try:
         verify_keys()
     except DatabaseError:

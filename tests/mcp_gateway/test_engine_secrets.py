@@ -479,3 +479,19 @@ def test_the_command_deletes_a_secret(with_secrets, capsys):
     assert list(EngineSecret.objects.values_list("name", flat=True)) == ["API_KEY"]
     with pytest.raises(CommandError, match="No such secret"):
         call_command("mcp_secrets", "delete", "acme", "test.downstream", "REGION")
+
+
+def test_the_startup_check_refuses_under_a_running_loop_too(
+    transactional_db, with_secrets, settings
+):
+    import asyncio
+
+    from tests.conftest import SECRET_KEY_B
+
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "SECRET_KEYS": [SECRET_KEY_B]}
+
+    async def as_uvicorn_loads_the_app() -> None:
+        store.startup_check()
+
+    with pytest.raises(SecretKeyError, match="does not hold"):
+        asyncio.run(as_uvicorn_loads_the_app())

@@ -20,7 +20,6 @@ from mcp_gateway.audit_models import ChainHead
 from mcp_gateway.conf import gateway_settings
 
 ECS_VERSION = "8.11.0"
-FAILURE = {"tool_error", "invalid", "failed", "denied", "timeout", "cancelled"}
 
 
 @contextlib.contextmanager

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from rest_framework.test import APIClient
 from engines_app.engine import Engine
 from engines_app.errors import InvalidEngineError
 from engines_app.registry import validate_engine
-from mcp_gateway import bookkeeping
+from mcp_gateway import bookkeeping, bus
 from mcp_gateway.audit_models import ToolCall
 from mcp_gateway.engine_secrets import service, store
 from mcp_gateway.engine_secrets.keys import SecretKeyError
@@ -27,6 +28,14 @@ from tests.rpc import post_rpc
 
 KEY = "sk-live-4f9d2c7e1b8a6035"
 REGION = "eu-west-7"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _close_the_bus() -> Iterator[None]:
+    """Reading secrets subscribes to the bus, which listens on a connection
+    of its own (on PostgreSQL, to the test database): close it after."""
+    yield
+    bus.close()
 
 
 @pytest.fixture
@@ -146,8 +155,6 @@ def test_a_replaced_secret_is_read_anew_once_the_change_commits(
 
 
 def test_a_change_on_the_bus_drops_what_the_process_keeps(with_secrets):
-    from mcp_gateway import bus
-
     assert store.for_engine(with_secrets.pk, "test.downstream")["API_KEY"] == KEY
     EngineSecret.objects.filter(name="API_KEY").update(
         ciphertext=EngineSecret.objects.get(name="REGION").ciphertext
@@ -164,8 +171,6 @@ def test_a_change_on_the_bus_drops_what_the_process_keeps(with_secrets):
 
 
 def test_a_resync_forgets_every_kept_secret(with_secrets):
-    from mcp_gateway import bus
-
     store.for_engine(with_secrets.pk, "test.downstream")
     store._on_event(bus.Resync())
 

@@ -5,6 +5,8 @@ import os
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+# The settings pick the database connection handling for ASGI.
+os.environ.setdefault("MCP_SERVER_INTERFACE", "asgi")
 django_application = get_asgi_application()
 
 from django.urls import get_resolver  # noqa: E402 - needs the settings

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import environ
 
@@ -68,9 +69,33 @@ TEMPLATES = [
 DATABASES = {
     "default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
 }
+# How this process serves requests: config/wsgi.py and config/asgi.py set it
+# before the settings load; manage.py (runserver, commands) counts as WSGI.
+SERVER_INTERFACE = env.str("MCP_SERVER_INTERFACE", default="wsgi")
+# PostgreSQL connections, unless the URL's query sets them itself:
+# - under WSGI, persistent connections (`CONN_MAX_AGE` 600 s) with health
+#   checks, so a request does not pay a new connection (several ms) each time;
+# - under ASGI, psycopg's connection pool, each connection checked when it
+#   is taken (Django advises against persistent connections under ASGI).
+# A URL whose query names `conn_max_age` or `pool` is taken as it is.
+_database_query = parse_qs(urlsplit(env.str("DATABASE_URL", default="")).query)
+_chose_connections = bool({"conn_max_age", "pool"} & _database_query.keys())
+if (
+    DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+    and not _chose_connections
+):
+    if SERVER_INTERFACE == "asgi":
+        DATABASES["default"]["CONN_MAX_AGE"] = 0
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = True
+    else:
+        DATABASES["default"]["CONN_MAX_AGE"] = 600
+    # Checked before use (a pooled one when taken from the pool): after a
+    # database restart a worker would otherwise fail a request per dead
+    # connection it holds.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # PostgreSQL options, from the URL's query (strings there):
-# - `pool=true`: psycopg's connection pool (with `conn_max_age=0`), what an
-#   ASGI deployment wants;
+# - `pool=true`: psycopg's connection pool (with `conn_max_age=0`), the ASGI
+#   default above;
 # - `server_side_binding` and `prepare_threshold`: on by default here, so the
 #   request's one query is planned once per connection, not per request
 #   (about 250 µs each); behind a transaction-pooling PgBouncer older than

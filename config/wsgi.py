@@ -5,6 +5,8 @@ import os
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+# The settings pick the database connection handling for WSGI.
+os.environ.setdefault("MCP_SERVER_INTERFACE", "wsgi")
 django_application = get_wsgi_application()
 
 from django.urls import get_resolver  # noqa: E402 - needs the settings

@@ -40,3 +40,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     DATABASES["default"]["TEST"] = {  # noqa: F405
         "NAME": str(Path(tempfile.gettempdir()) / f"mcpgw-test-{os.getpid()}.sqlite3")
     }
+
+# The suite drops its test database at the end, and pytest-django refuses
+# database access outside tests marked for it: the pytest process and the
+# live WSGI servers keep no connection past a request (an ASGI live server
+# keeps the reference project's pool). The reference defaults themselves
+# are tested in tests/test_reference_settings.py.
+if DATABASES["default"].get("CONN_MAX_AGE") == 600:  # noqa: F405 - the default
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = False  # noqa: F405

@@ -133,3 +133,82 @@ def test_the_security_settings_are_read_from_the_environment(
 )
 def test_the_security_settings_defaults(name: str, default: object) -> None:
     assert gateway_setting(name) == default
+
+
+def connections_with(entry: str = "django.setup()", **env: str) -> list[object]:
+    """The default database's connection handling once `entry` has loaded."""
+    inherited = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"MCP_SERVER_INTERFACE", "DATABASE_URL"}
+    }
+    environment = {
+        **inherited,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "SECRET_KEY": "reference-settings-test-" + "k" * 40,
+        **env,
+    }
+    show = (
+        f"import json, django; {entry}; from django.conf import settings; "
+        "d = settings.DATABASES['default']; "
+        "print(json.dumps([d['CONN_MAX_AGE'], d['CONN_HEALTH_CHECKS'], "
+        "d['OPTIONS'].get('pool', False)]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", show],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    shown: list[object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return shown
+
+
+POSTGRES = "postgres://postgres@127.0.0.1:5432/anything"
+
+
+def test_under_wsgi_postgresql_connections_persist_with_health_checks() -> None:
+    assert connections_with(DATABASE_URL=POSTGRES) == [600, True, False]
+    assert connections_with("import config.wsgi", DATABASE_URL=POSTGRES) == [
+        600,
+        True,
+        False,
+    ]
+
+
+def test_under_asgi_postgresql_connections_come_from_psycopgs_pool() -> None:
+    assert connections_with("import config.asgi", DATABASE_URL=POSTGRES) == [
+        0,
+        True,
+        True,
+    ]
+    assert connections_with(DATABASE_URL=POSTGRES, MCP_SERVER_INTERFACE="asgi") == [
+        0,
+        True,
+        True,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("query", "interface", "expected"),
+    [
+        ("conn_max_age=0", "wsgi", [0, False, False]),
+        ("conn_max_age=60", "asgi", [60, False, False]),
+        ("conn_max_age=0&pool=false", "asgi", [0, False, False]),
+        ("pool=true", "wsgi", [0, False, True]),
+    ],
+)
+def test_a_database_url_that_chooses_its_connections_is_taken_as_it_is(
+    query: str, interface: str, expected: list[object]
+) -> None:
+    url = f"{POSTGRES}?{query}"
+
+    assert connections_with(DATABASE_URL=url, MCP_SERVER_INTERFACE=interface) == (
+        expected
+    )
+
+
+def test_sqlite_keeps_djangos_connection_defaults() -> None:
+    assert connections_with("import config.wsgi") == [0, False, False]

@@ -199,9 +199,19 @@ def lose_the_database_during(database: Database, call: Any) -> rawhttp.RawRespon
             database.come_back()
 
 
+def served_again(server: Server, secret: str) -> None:
+    """Wait until ``server`` answers a call: after an outage psycopg's pool
+    (the ASGI default) reconnects with back-off, and a request waits for it."""
+    deadline = time.monotonic() + 30
+    while call_probe(server, secret).status != 200:
+        assert time.monotonic() < deadline, "not served within 30 s"
+        time.sleep(0.2)
+
+
 def test_under_asgi_a_lost_database_is_a_json_503_on_a_streamable_call(
     asgi_server, secret, database
 ):
+    served_again(asgi_server, secret)
     response = lose_the_database_during(
         database,
         lambda: stream_call(asgi_server, secret, "test_quiet", {"seconds": 2.5}),
@@ -217,6 +227,7 @@ def test_under_asgi_a_lost_database_is_a_json_503_on_a_streamable_call(
 def test_under_asgi_a_lost_database_ends_a_stream_with_a_json_rpc_error(
     asgi_server, secret, database
 ):
+    served_again(asgi_server, secret)
     response = lose_the_database_during(
         database,
         lambda: stream_call(asgi_server, secret, "test_sync_ticker", {"steps": 25}),

@@ -177,6 +177,11 @@ MCP_GATEWAY = {
     # "hold": a tool whose definition changed is not served until staff
     # approve it again; "serve": served at once, flagged "changed".
     "DRIFT_POLICY": env.str("MCP_DRIFT_POLICY", default="hold"),
+    # Fernet keys for engine secrets, comma-separated, newest first.
+    "SECRET_KEYS": env.list("MCP_SECRET_KEYS", default=[]),
+    "SECRETS_CACHE_SECONDS": env.float("MCP_SECRETS_CACHE_SECONDS", default=300.0),
+    "AUDIT_STREAM": env.str("MCP_AUDIT_STREAM", default=""),
+    "AUDIT_ANCHOR_KEY": env.str("MCP_AUDIT_ANCHOR_KEY", default=""),
 }
 
 # The management API (mcp_gateway.api) sets its own authentication,

@@ -111,6 +111,10 @@ class EngineContext:
     """The caller's answer when this call repeats one that returned an
     ``InputRequest``; ``None`` on a first call."""
     span_opener: SpanOpener = _no_span
+    secrets: Mapping[str, str] = field(default_factory=dict)
+    """The secrets staff set for this tenant and engine, by name: only the
+    names the engine declares in ``secrets``, each one present (a call of
+    an engine missing one never starts). Never log or return them."""
 
     def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

@@ -6,6 +6,7 @@ Imports nothing from Django, from ``mcp_gateway`` or from ``mcp``.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -15,6 +16,8 @@ from engines_app.context import EngineContext, Principal
 JsonSchema = Mapping[str, Any]
 Execute = Callable[[EngineContext], Any | Awaitable[Any]]
 AccessRule = Callable[[Principal], bool]
+SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+"""What a secret's name looks like (an environment variable's shape)."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,9 @@ class Engine:
     access: ClassVar[AccessRule | None] = None
     deadline_seconds: ClassVar[float | None] = None
     """Overrides the gateway's ``ENGINE_DEADLINE_SECONDS`` for this engine."""
+    secrets: ClassVar[tuple[str, ...]] = ()
+    """Names of the per-tenant secrets ``execute`` reads from
+    ``context.secrets``; a call while one is unset answers an error naming it."""
     blocking: ClassVar[bool] = True
     """``False`` promises a sync ``execute`` never waits (no I/O, no locks, no
     database) and returns in microseconds: it then runs in the request's own
@@ -98,6 +104,7 @@ class FunctionEngine:
     icons: tuple[Icon, ...] = ()
     access: AccessRule | None = None
     blocking: bool = True
+    secrets: tuple[str, ...] = ()
 
     def execute(self, context: EngineContext) -> Any:
         return self.function(context)
@@ -119,6 +126,7 @@ def engine(
     icons: tuple[Icon, ...] = (),
     access: AccessRule | None = None,
     blocking: bool = True,
+    secrets: tuple[str, ...] = (),
 ) -> Callable[[Execute], FunctionEngine]:
     """Turn a function of the context into an engine."""
 
@@ -135,6 +143,7 @@ def engine(
             icons=icons,
             access=access,
             blocking=blocking,
+            secrets=tuple(secrets),
         )
 
     return wrap
@@ -145,3 +154,11 @@ def is_async_engine(obj: Any) -> bool:
     if isinstance(obj, FunctionEngine):
         return obj.is_async
     return inspect.iscoroutinefunction(obj.execute)
+
+
+def required_secrets(obj: Any) -> tuple[str, ...]:
+    """The secret names an engine declares, or ``()``."""
+    names = getattr(obj, "secrets", ())
+    if isinstance(names, str) or not isinstance(names, tuple | list | frozenset):
+        return ()
+    return tuple(str(name) for name in names)

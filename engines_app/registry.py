@@ -8,7 +8,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from engines_app.engine import EngineLike
+from engines_app.engine import SECRET_NAME, EngineLike
 from engines_app.errors import DuplicateRegistrationError, InvalidEngineError
 
 _SCHEMA_FIELDS = ("input_schema", "output_schema")
@@ -35,6 +35,20 @@ def validate_engine(obj: Any) -> None:
         raise InvalidEngineError(f"Engine {engine_id!r}: execute must be callable.")
     for attr in _SCHEMA_FIELDS:
         _validate_schema(engine_id, attr, getattr(obj, attr, None))
+    _validate_secrets(engine_id, getattr(obj, "secrets", ()))
+
+
+def _validate_secrets(engine_id: str, names: Any) -> None:
+    if isinstance(names, str) or not isinstance(names, tuple | list | frozenset):
+        raise InvalidEngineError(
+            f"Engine {engine_id!r}: secrets must be a tuple of names."
+        )
+    for name in names:
+        if not isinstance(name, str) or not SECRET_NAME.fullmatch(name):
+            raise InvalidEngineError(
+                f"Engine {engine_id!r}: secret name {name!r} must be 1 to 64 "
+                "letters, digits or underscores, not starting with a digit."
+            )
 
 
 def _validate_schema(engine_id: str, attr: str, schema: Any) -> None:

@@ -49,6 +49,14 @@ class GatewaySettings:
     BUS_DATABASE: str = "default"
     METRICS_TOKEN: str = ""
     DRIFT_POLICY: str = DRIFT_HOLD
+    SECRET_KEYS: tuple[str, ...] = ()
+    """Fernet keys for engine secrets, newest first (the first encrypts)."""
+    SECRETS_CACHE_SECONDS: float = 300.0
+    AUDIT_STREAM: str = ""
+    """Where sealing writes the audit as JSON lines: a file path, ``stdout``,
+    or ``""`` (off)."""
+    AUDIT_ANCHOR_KEY: str = ""
+    """HMAC key signing each tenant's sealed chain head; ``""``: unsigned."""
 
 
 def user_settings() -> dict[str, Any]:

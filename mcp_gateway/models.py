@@ -393,4 +393,9 @@ def _collect(
 
 # The audit models live in their own module; import them so the app finds
 # them here, where Django looks.
-from mcp_gateway.audit.models import ExposureEvent, ToolCall  # noqa: E402, F401
+from mcp_gateway.audit.models import (  # noqa: E402, F401
+    ChainHead,
+    ExposureEvent,
+    ToolCall,
+)
+from mcp_gateway.engine_secrets.models import EngineSecret  # noqa: E402, F401

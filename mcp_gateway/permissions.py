@@ -139,6 +139,27 @@ API_ROUTES: tuple[ApiRoute, ...] = (
         write("delete_apitoken"),
         "revokes",
     ),
+    ApiRoute(
+        "GET",
+        f"{TENANT}secrets/",
+        "secrets",
+        read("enginesecret"),
+        "names, who set them and when; never a value",
+    ),
+    ApiRoute(
+        "POST",
+        f"{TENANT}secrets/",
+        "secrets",
+        write("add_enginesecret"),
+        "replacing an existing secret also needs `change_enginesecret`; "
+        "the answer holds no value",
+    ),
+    ApiRoute(
+        "DELETE",
+        f"{TENANT}secrets/{{engine_id}}/{{name}}/",
+        "secret",
+        write("delete_enginesecret"),
+    ),
 )
 
 ADMIN_ACTIONS: tuple[AdminAction, ...] = (
@@ -189,6 +210,12 @@ ADMIN_ACTIONS: tuple[AdminAction, ...] = (
         "delete_selected",
         "Delete selected MCP tokens",
         write("delete_apitoken"),
+    ),
+    AdminAction(
+        "enginesecret",
+        "delete_selected",
+        "Delete selected engine secrets",
+        write("delete_enginesecret"),
     ),
 )
 

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
+from cryptography.fernet import Fernet
 from django.contrib.auth.models import User
 
-from engines_app.registry import EngineRegistry
+from engines_app.registry import EngineRegistry, default_registry
 from mcp_gateway import tokens
+from mcp_gateway.engine_secrets import store
 from mcp_gateway.models import Membership, Tenant
+from tests.engines import Downstream
 
 # The host-site suite runs from a wheel in its own environments (noxfile.py,
 # scripts/hostsite), never inside this test run.
@@ -23,6 +29,14 @@ def _started_logging_done() -> None:
     from mcp_gateway import catalog
 
     catalog._started.set()
+
+
+@pytest.fixture(autouse=True)
+def _forget_engine_secrets() -> Iterator[None]:
+    """Each test starts with no secrets kept in the process."""
+    store.clear()
+    yield
+    store.clear()
 
 
 @pytest.fixture
@@ -60,3 +74,24 @@ def token(issued_token: tokens.IssuedToken) -> str:
 @pytest.fixture
 def registry() -> EngineRegistry:
     return EngineRegistry()
+
+
+SECRET_KEY_A = Fernet.generate_key().decode()
+SECRET_KEY_B = Fernet.generate_key().decode()
+
+
+@pytest.fixture
+def secret_keys(settings: Any) -> list[str]:
+    """One Fernet key in ``SECRET_KEYS`` (``SECRET_KEY_A``)."""
+    keys = [SECRET_KEY_A]
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "SECRET_KEYS": keys}
+    return keys
+
+
+@pytest.fixture
+def downstream() -> Iterator[Any]:
+    """``test.downstream`` installed: an engine declaring API_KEY and REGION."""
+    engine = Downstream()
+    default_registry.register(engine)
+    yield engine
+    default_registry.unregister(engine.id)

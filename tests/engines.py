@@ -7,6 +7,7 @@ from typing import Any
 
 from engines_app.context import EngineContext
 from engines_app.engine import Engine
+from engines_app.errors import EngineError
 
 
 class ColonEcho(Engine):
@@ -69,3 +70,36 @@ class Drifting:
 
 
 DRIFTING = (Drifting,)
+
+
+class Downstream(Engine):
+    """Calls a pretend downstream API with the tenant's key.
+
+    ``mode``: ``ok`` (the default) answers what it got without the values;
+    ``echo`` returns the key (the gateway scrubs it); ``raise`` and
+    ``engine_error`` fail with the key in the exception's text.
+    """
+
+    id = "test.downstream"
+    name = "Downstream"
+    description = "Use the tenant's own credentials for a downstream API."
+    secrets = ("API_KEY", "REGION")
+    input_schema = {
+        "type": "object",
+        "properties": {"mode": {"type": "string"}},
+        "additionalProperties": False,
+    }
+
+    def execute(self, context: EngineContext) -> Any:
+        key = context.secrets["API_KEY"]
+        mode = context.request.input.get("mode", "ok")
+        if mode == "echo":
+            return {"key": key, "region": context.secrets["REGION"]}
+        if mode == "raise":
+            raise RuntimeError(f"downstream refused the key {key}")
+        if mode == "engine_error":
+            raise EngineError("DOWNSTREAM", f"downstream refused the key {key}")
+        return {"key_length": len(key), "names": sorted(context.secrets)}
+
+
+SECRETS = (Downstream,)

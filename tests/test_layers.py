@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "mcp_gateway.oauth.config",
             "mcp_gateway.compiled",
             "mcp_gateway.fingerprint",  # a pure function of a tool
+            "mcp_gateway.engine_secrets.keys",
             "mcp_gateway.dispatch.versions",  # constants only
         ),
     ),
@@ -43,6 +44,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "mcp_gateway.audit.models",
             "mcp_gateway.audit.callrecord",
             "mcp_gateway.credentials",
+            "mcp_gateway.engine_secrets.models",
         ),
     ),
     (
@@ -55,6 +57,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "domain",
         (
             "mcp_gateway.catalog",
+            "mcp_gateway.engine_secrets.store",
+            "mcp_gateway.engine_secrets.runtime",
             "mcp_gateway.tokens",
             "mcp_gateway.users",
             "mcp_gateway.bus",
@@ -63,8 +67,15 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("observation", ("mcp_gateway.observability",)),
-    ("audit", ("mcp_gateway.audit",)),
-    ("bookkeeping", ("mcp_gateway.bookkeeping", "mcp_gateway.signals")),
+    ("audit", ("mcp_gateway.audit", "mcp_gateway.audit_chain")),
+    (
+        "bookkeeping",
+        (
+            "mcp_gateway.bookkeeping",
+            "mcp_gateway.signals",
+            "mcp_gateway.engine_secrets.service",
+        ),
+    ),
     ("dispatch", ("mcp_gateway.dispatch",)),
     ("endpoint", ("mcp_gateway.endpoint",)),
     (
@@ -79,6 +90,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "mcp_gateway.checks",
             "mcp_gateway.apps",
             "mcp_gateway.testing",
+            "mcp_gateway.engine_secrets.checks",
         ),
     ),
 )

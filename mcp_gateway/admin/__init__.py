@@ -7,11 +7,13 @@ from mcp_gateway.admin.audit import ExposureEventAdmin, ToolCallAdmin
 from mcp_gateway.admin.engines import InstalledEngineAdmin
 from mcp_gateway.admin.exposures import ExposureAdmin
 from mcp_gateway.admin.memberships import MembershipAdmin
+from mcp_gateway.admin.secrets import EngineSecretAdmin
 from mcp_gateway.admin.tenants import TenantAdmin
 from mcp_gateway.admin.tokens import ApiTokenAdmin
 
 __all__ = [
     "ApiTokenAdmin",
+    "EngineSecretAdmin",
     "ExposureAdmin",
     "ExposureEventAdmin",
     "InstalledEngineAdmin",

@@ -22,6 +22,7 @@ from mcp_gateway.admin import approvals
 from mcp_gateway.admin.authorization import AuthorizationServerInline
 from mcp_gateway.admin.calls_chart import calls_per_tool, chart_html
 from mcp_gateway.admin.permissions import ActionPermissions
+from mcp_gateway.admin.secrets import warn_missing
 from mcp_gateway.admin.status import changed_q, status_html
 from mcp_gateway.admin.users import UserFieldMixin
 from mcp_gateway.audit.models import ExposureEvent, Outcome, ToolCall
@@ -261,6 +262,18 @@ class TenantAdmin(ActionPermissions, admin.ModelAdmin[Tenant]):
                 ),
             )
         )
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        tenant = self.get_object(request, object_id)
+        if request.method == "GET" and tenant is not None:
+            warn_missing(request, tenant)  # exposed engines lacking a secret
+        return super().change_view(request, object_id, form_url, extra_context)
 
     def get_readonly_fields(
         self, request: HttpRequest, obj: Tenant | None = None

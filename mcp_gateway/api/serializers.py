@@ -11,6 +11,7 @@ from rest_framework import serializers
 from mcp_gateway import bookkeeping, users
 from mcp_gateway import scopes as known_scopes
 from mcp_gateway.audit.models import ExposureEvent, ToolCall
+from mcp_gateway.engine_secrets.models import EngineSecret
 from mcp_gateway.forms import clean_origin
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
 from mcp_gateway.naming import tool_name
@@ -310,3 +311,22 @@ class RootSerializer(serializers.Serializer[Any]):
     schema = serializers.URLField(help_text="The OpenAPI schema.")
     docs = serializers.URLField(help_text="Swagger UI.")
     routes = RouteSerializer(many=True)
+
+
+class EngineSecretSerializer(serializers.ModelSerializer[EngineSecret]):
+    """A secret by name: ``value`` is write-only and never shown again."""
+
+    value = serializers.CharField(
+        write_only=True,
+        trim_whitespace=False,
+        style={"input_type": "password"},
+        help_text="The secret; stored encrypted, never returned.",
+    )
+    set_by = serializers.CharField(source="set_by_name", read_only=True)
+
+    class Meta:
+        model = EngineSecret
+        fields = ["engine_id", "name", "value", "set_at", "set_by"]
+        read_only_fields = ["set_at"]
+        # Replacing goes through the same POST: no unique-together refusal.
+        validators: list[Any] = []

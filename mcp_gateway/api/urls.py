@@ -124,6 +124,16 @@ urlpatterns = [
         views.ApiTokenViewSet.as_view({"delete": "destroy"}),
         name="token",
     ),
+    path(
+        f"{TENANT}secrets/",
+        views.EngineSecretViewSet.as_view({"get": "list", "post": "create"}),
+        name="secrets",
+    ),
+    path(
+        f"{TENANT}secrets/<segment:engine_id>/<segment:name>/",
+        views.EngineSecretViewSet.as_view({"delete": "destroy"}),
+        name="secret",
+    ),
     # Anything else under api/ that ends with a slash: the JSON 404.
     re_path(r"^.*/$", views.not_found),
 ]

@@ -23,6 +23,8 @@ from mcp_gateway.api.filters import BooleanFilter, ToolCallFilter
 from mcp_gateway.api.openapi import OpenApiParameter, extend_schema
 from mcp_gateway.audit import usage
 from mcp_gateway.audit.models import ExposureEvent, ToolCall
+from mcp_gateway.engine_secrets import service as secret_service
+from mcp_gateway.engine_secrets.keys import SecretKeyError
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
 
 
@@ -230,6 +232,58 @@ class RootViewSet(StaffViewSet[Any]):
         return Response(
             {"schema": f"{base}schema/", "docs": f"{base}docs/", "routes": routes}
         )
+
+
+class EngineSecretViewSet(
+    mixins.ListModelMixin, mixins.DestroyModelMixin, TenantScopedViewSet
+):
+    """The tenant's engine secrets by name; values are write-only.
+
+    POST stores or replaces one (replacing also needs
+    ``change_enginesecret``); DELETE removes one. No answer holds a value.
+    """
+
+    serializer_class = serializers.EngineSecretSerializer
+    filter_backends = [SearchFilter]
+    search_fields = ["engine_id", "name"]
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return self.tenant.secrets.all()
+
+    def get_object(self) -> Any:
+        return get_object_or_404(
+            self.get_queryset(),
+            engine_id=self.kwargs["engine_id"],
+            name=self.kwargs["name"],
+        )
+
+    @extend_schema(
+        responses={
+            201: serializers.EngineSecretSerializer,
+            200: serializers.EngineSecretSerializer,
+        }
+    )
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        # As sensitive_post_parameters("value") marks it for error reports.
+        request._request.sensitive_post_parameters = ("value",)  # type: ignore[attr-defined]
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        engine_id, name = data["engine_id"], data["name"]
+        exists = self.tenant.secrets.filter(engine_id=engine_id, name=name).exists()
+        if exists:
+            _require(request, "change_enginesecret")
+        try:
+            secret = secret_service.set_secret(
+                self.tenant, engine_id, name, data["value"], by=request.user
+            )
+        except (secret_service.SecretError, SecretKeyError) as exc:
+            raise exceptions.ValidationError({"value": [str(exc)]}) from None
+        code = status.HTTP_200_OK if exists else status.HTTP_201_CREATED
+        return Response(self.get_serializer(secret).data, status=code)
+
+    def perform_destroy(self, instance: Any) -> None:
+        secret_service.delete_secret(self.tenant, instance.engine_id, instance.name)
 
 
 class EngineViewSet(mixins.ListModelMixin, StaffViewSet[Any]):

@@ -183,11 +183,13 @@ def record_changes(
 
 
 def prune(older_than_days: int) -> tuple[int, int]:
-    """Delete calls and changes older than the given number of days."""
+    """Delete calls and changes older than the given number of days, keeping
+    each tenant's audit chain verifiable (``audit_chain.prune``)."""
+    from mcp_gateway.audit_chain.prune import prune as prune_chains
+
     cutoff = timezone.now() - timedelta(days=older_than_days)
-    calls, _ = ToolCall.objects.filter(created_at__lt=cutoff).delete()
-    changes, _ = ExposureEvent.objects.filter(created_at__lt=cutoff).delete()
-    return calls, changes
+    deleted = prune_chains(cutoff)
+    return deleted["call"], deleted["change"]
 
 
 def acting_user(by: AbstractBaseUser | AnonymousUser | None) -> User | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -58,6 +59,12 @@ class ToolCall(models.Model):
         ),
     )
     created_at = models.DateTimeField(_("time"), default=timezone.now, db_index=True)
+    chain_seq = models.PositiveBigIntegerField(
+        _("chain position"), null=True, blank=True, editable=False
+    )
+    chain_hash = models.CharField(
+        _("chain hash"), max_length=64, blank=True, editable=False
+    )
 
     class Meta:
         ordering = ["-created_at", "-pk"]
@@ -72,6 +79,13 @@ class ToolCall(models.Model):
             models.Index(
                 fields=["tenant_slug", "created_at", "tool_name", "outcome"],
                 name="mcp_gateway_call_usage",
+            ),
+            # Rows the sealing step has yet to chain: small, since sealing
+            # takes rows out of it.
+            models.Index(
+                fields=["tenant_slug", "id"],
+                condition=Q(chain_seq__isnull=True),
+                name="mcp_gateway_call_unsealed",
             ),
         ]
 
@@ -118,11 +132,60 @@ class ExposureEvent(models.Model):
     actor_name = models.CharField(_("by (name)"), max_length=150, blank=True)
     via = models.CharField(_("via"), max_length=16, choices=Via, default=Via.CODE)
     created_at = models.DateTimeField(_("time"), default=timezone.now, db_index=True)
+    chain_seq = models.PositiveBigIntegerField(
+        _("chain position"), null=True, blank=True, editable=False
+    )
+    chain_hash = models.CharField(
+        _("chain hash"), max_length=64, blank=True, editable=False
+    )
 
     class Meta:
         ordering = ["-created_at", "-pk"]
         verbose_name = _("exposure change")
         verbose_name_plural = _("exposure changes")
+        indexes = [
+            models.Index(
+                fields=["tenant_slug", "id"],
+                condition=Q(chain_seq__isnull=True),
+                name="mcp_gateway_change_unsealed",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.tenant_slug}: {self.action} {', '.join(self.engine_ids)}"
+
+
+class ChainHead(models.Model):
+    """Where one tenant's chain of one kind of audit row stands.
+
+    ``last_*`` is the newest sealed row; ``anchor_*`` the last row pruned on
+    purpose (the chain's new start; empty before any prune). ``signature``
+    is an HMAC of the head under ``AUDIT_ANCHOR_KEY`` (empty without one).
+    """
+
+    class Kind(models.TextChoices):
+        CALL = "call", _("tool calls")
+        CHANGE = "change", _("exposure changes")
+
+    tenant_slug = models.CharField(_("tenant slug"), max_length=64)
+    kind = models.CharField(_("kind"), max_length=8, choices=Kind)
+    last_seq = models.PositiveBigIntegerField(_("last position"), default=0)
+    last_id = models.PositiveBigIntegerField(_("last row"), default=0)
+    last_hash = models.CharField(_("last hash"), max_length=64, blank=True)
+    anchor_seq = models.PositiveBigIntegerField(_("anchor position"), default=0)
+    anchor_hash = models.CharField(_("anchor hash"), max_length=64, blank=True)
+    signature = models.CharField(_("signature"), max_length=64, blank=True)
+    updated_at = models.DateTimeField(_("updated"), default=timezone.now)
+
+    class Meta:
+        ordering = ["tenant_slug", "kind"]
+        verbose_name = _("audit chain head")
+        verbose_name_plural = _("audit chain heads")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant_slug", "kind"], name="mcp_gateway_chain_head_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_slug}:{self.kind} @{self.last_seq}"

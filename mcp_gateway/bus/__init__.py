@@ -79,6 +79,7 @@ from mcp_gateway.bus.events import (
     PrincipalChanged,
     PrincipalKind,
     Resync,
+    SecretsChanged,
 )
 from mcp_gateway.bus.local import SHARED_WARNING
 from mcp_gateway.bus.process import close as _close
@@ -93,6 +94,7 @@ __all__ = [
     "PrincipalChanged",
     "PrincipalKind",
     "Resync",
+    "SecretsChanged",
     "Stats",
     "Subscription",
     "asend",
@@ -116,14 +118,17 @@ def subscribe(
 
     Its return value is ignored.
 
-    ``topic`` is ``CatalogChanged``, ``PrincipalChanged`` or ``Message``
+    ``topic`` is ``CatalogChanged``, ``PrincipalChanged``, ``SecretsChanged``
+    or ``Message``
     (messages sent to this process). Starts the bus on first use.
     """
     return current().subscribe(topic, callback)
 
 
 def publish(
-    event: CatalogChanged | PrincipalChanged, *, using: str = DEFAULT_DB_ALIAS
+    event: CatalogChanged | PrincipalChanged | SecretsChanged,
+    *,
+    using: str = DEFAULT_DB_ALIAS,
 ) -> None:
     """Publish to every process when the transaction on ``using`` commits.
 

@@ -27,26 +27,31 @@ from mcp_gateway.bus.events import (
     Message,
     PrincipalChanged,
     Resync,
+    SecretsChanged,
     catalog_payload,
     decode_catalog,
     decode_message,
     decode_principal,
+    decode_secrets,
     encode,
     principal_payload,
+    secrets_payload,
 )
 from mcp_gateway.bus.transport import Counters
 
 logger = logging.getLogger("mcp_gateway.bus")
 
-Topic = TypeVar("Topic", CatalogChanged, PrincipalChanged, Message)
+Topic = TypeVar("Topic", CatalogChanged, PrincipalChanged, SecretsChanged, Message)
+Published = CatalogChanged | PrincipalChanged | SecretsChanged
 BACKOFF_FIRST_SECONDS = 0.1
 BACKOFF_MAX_SECONDS = 2.0
 CLOSE_TIMEOUT_SECONDS = 2.0
 PROCESS_ID = re.compile(r"[0-9a-f]{32}")
-CATALOG, PRINCIPAL, INBOX = "catalog", "principal", "inbox_{id}"
+CATALOG, PRINCIPAL, SECRETS, INBOX = "catalog", "principal", "secrets", "inbox_{id}"
 _DECODERS: dict[type[Any], Callable[[Mapping[str, Any]], Any]] = {
     CatalogChanged: decode_catalog,
     PrincipalChanged: decode_principal,
+    SecretsChanged: decode_secrets,
     Message: decode_message,
 }
 
@@ -121,16 +126,19 @@ class Bus:
         self._routes: dict[str, type[Any]] = {
             channel(CATALOG): CatalogChanged,
             channel(PRINCIPAL): PrincipalChanged,
+            channel(SECRETS): SecretsChanged,
             channel(INBOX.format(id=self.process_id)): Message,
         }
 
     # Publishing, from the caller's thread.
 
-    def publish(self, event: CatalogChanged | PrincipalChanged, *, using: str) -> None:
+    def publish(self, event: Published, *, using: str) -> None:
         if isinstance(event, CatalogChanged):
             topic, payload = CATALOG, catalog_payload(event)
         elif isinstance(event, PrincipalChanged):
             topic, payload = PRINCIPAL, principal_payload(event)
+        elif isinstance(event, SecretsChanged):
+            topic, payload = SECRETS, secrets_payload(event)
         else:
             raise TypeError(f"Not a bus event: {event!r}")
         channel = self.transport.channel(topic)

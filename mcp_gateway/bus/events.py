@@ -65,6 +65,18 @@ class PrincipalChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class SecretsChanged:
+    """The secrets of one engine of a tenant changed: re-read them.
+
+    A reference only (the tenant's primary key and the engine id), never a
+    name or a value.
+    """
+
+    tenant: int
+    engine: str
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     """A point-to-point message; ``sender`` is the process to reply to."""
 
@@ -77,7 +89,7 @@ class Resync:
     """The bus was not listening for a while: events may have been missed."""
 
 
-Event = CatalogChanged | PrincipalChanged | Message | Resync
+Event = CatalogChanged | PrincipalChanged | SecretsChanged | Message | Resync
 
 
 def encode(value: Mapping[str, Any]) -> str:
@@ -110,6 +122,14 @@ def principal_payload(event: PrincipalChanged) -> dict[str, Any]:
 
 def decode_catalog(data: Mapping[str, Any]) -> CatalogChanged:
     return CatalogChanged(tenant=_int(data["tenant"]), version=_int(data["version"]))
+
+
+def secrets_payload(event: SecretsChanged) -> dict[str, Any]:
+    return {"tenant": event.tenant, "engine": event.engine}
+
+
+def decode_secrets(data: Mapping[str, Any]) -> SecretsChanged:
+    return SecretsChanged(tenant=_int(data["tenant"]), engine=_str(data["engine"]))
 
 
 def decode_principal(data: Mapping[str, Any]) -> PrincipalChanged:

@@ -22,6 +22,7 @@ from mcp_gateway.catalog import CatalogEntry
 from mcp_gateway.dispatch.era import Route
 from mcp_gateway.dispatch.scope import CallScope, Outcome
 from mcp_gateway.dispatch.wire import error_outcome
+from mcp_gateway.engine_secrets import runtime as engine_secrets
 from mcp_gateway.limits import quotas, ratelimit
 from mcp_gateway.runtime import adapter, deadlines
 
@@ -122,8 +123,16 @@ def run(
     arguments: Mapping[str, Any],
     context: EngineContext,
 ) -> types.CallToolResult:
-    """Run the engine from sync code (WSGI) and record the outcome."""
-    result = adapter.execute(entry.engine, arguments, context)
+    """Run the engine from sync code (WSGI), with its secrets, and record the
+    outcome."""
+    try:
+        context = engine_secrets.provide(entry.engine, context)
+    except engine_secrets.SecretsRefused as exc:
+        result = adapter.tool_error(exc.code, exc.message)
+    else:
+        with engine_secrets.scrubbing(context):
+            result = adapter.execute(entry.engine, arguments, context)
+        result = engine_secrets.scrubbed(context, result)
     finish_result(scope, result)
     return result
 
@@ -135,13 +144,20 @@ async def arun(
     context: EngineContext,
     ask: adapter.Ask | None = None,
 ) -> Result:
-    """Run the engine from async code and record the outcome (or the
-    cancellation, when the client goes away)."""
+    """Run the engine from async code, with its secrets, and record the
+    outcome (or the cancellation, when the client goes away)."""
     try:
-        result = await adapter.aexecute(entry.engine, arguments, context, ask)
-    except asyncio.CancelledError:
-        finish(scope, callrecord.CANCELLED)
-        raise
+        context = await engine_secrets.aprovide(entry.engine, context)
+    except engine_secrets.SecretsRefused as exc:
+        result: Result = adapter.tool_error(exc.code, exc.message)
+    else:
+        try:
+            with engine_secrets.scrubbing(context):
+                result = await adapter.aexecute(entry.engine, arguments, context, ask)
+        except asyncio.CancelledError:
+            finish(scope, callrecord.CANCELLED)
+            raise
+        result = engine_secrets.scrubbed(context, result)
     finish_result(scope, result)
     return result
 

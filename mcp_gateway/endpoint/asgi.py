@@ -23,6 +23,7 @@ from mcp_gateway.endpoint.framing import (
     lacks_host,
     refusal_body,
 )
+from mcp_gateway.engine_secrets import store
 
 __all__ = ["BoundaryGuard", "is_mount"]
 
@@ -36,6 +37,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 class BoundaryGuard:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        store.startup_check()  # wrong secret keys: refuse to start
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and _lacks_host(scope):

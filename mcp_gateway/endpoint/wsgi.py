@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from mcp_gateway.endpoint.framing import MISSING_HOST, lacks_host, refusal_body
+from mcp_gateway.engine_secrets import store
 
 StartResponse = Callable[..., Any]
 WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
@@ -18,6 +19,7 @@ WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 class BoundaryGuard:
     def __init__(self, app: WSGIApp) -> None:
         self.app = app
+        store.startup_check()  # wrong secret keys: refuse to start
 
     def __call__(
         self, environ: dict[str, Any], start_response: StartResponse

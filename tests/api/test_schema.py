@@ -38,6 +38,9 @@ OPERATIONS = {
     ("get", "/api/tenants/{slug}/tokens/"),
     ("post", "/api/tenants/{slug}/tokens/"),
     ("delete", "/api/tenants/{slug}/tokens/{prefix}/"),
+    ("get", "/api/tenants/{slug}/secrets/"),
+    ("post", "/api/tenants/{slug}/secrets/"),
+    ("delete", "/api/tenants/{slug}/secrets/{engine_id}/{name}/"),
 }
 
 

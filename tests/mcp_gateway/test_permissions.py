@@ -24,6 +24,8 @@ from rest_framework.test import APIClient
 from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping, permissions, tokens
 from mcp_gateway.audit.models import ExposureEvent
+from mcp_gateway.engine_secrets import service
+from mcp_gateway.engine_secrets.models import EngineSecret
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "security.md"
@@ -86,6 +88,15 @@ def api_call(route: permissions.ApiRoute, world: World) -> Call:
         ("DELETE", "tenants/{slug}/tokens/{prefix}/"): Call(
             f"{base}tokens/{world.token.prefix}/", 204
         ),
+        ("GET", "tenants/{slug}/secrets/"): Call(f"{base}secrets/", 200),
+        ("POST", "tenants/{slug}/secrets/"): Call(
+            f"{base}secrets/",
+            201,
+            {"engine_id": "test.downstream", "name": "REGION", "value": "eu"},
+        ),
+        ("DELETE", "tenants/{slug}/secrets/{engine_id}/{name}/"): Call(
+            f"{base}secrets/test.downstream/API_KEY/", 204
+        ),
     }
     return calls[(route.method, route.path)]
 
@@ -97,10 +108,11 @@ class World:
     token: ApiToken
     exposure: Exposure
     membership: Membership
+    secret: EngineSecret
 
 
 @pytest.fixture
-def world(db: None) -> Iterator[World]:
+def world(db: None, secret_keys: list[str], downstream: Any) -> Iterator[World]:
     """acme: alice (member, token), demo.echo exposed and changed; globex."""
     engine = default_registry.get("demo:echo")
     assert engine is not None
@@ -113,7 +125,8 @@ def world(db: None) -> Iterator[World]:
     exposure = bookkeeping.expose(tenant, "demo.echo")
     Exposure.objects.filter(pk=exposure.pk).update(fingerprint="old")
     issued = tokens.issue(tenant, alice)
-    yield World(tenant, empty, issued.token, exposure, membership)
+    secret = service.set_secret(tenant, "test.downstream", "API_KEY", "k-123")
+    yield World(tenant, empty, issued.token, exposure, membership, secret)
     default_registry.register(engine)
 
 
@@ -124,6 +137,9 @@ def snapshot() -> dict[str, Any]:
         "exposures": list(Exposure.objects.values_list("engine_id", "fingerprint")),
         "tokens": list(ApiToken.objects.values_list("prefix", "user", "revoked_at")),
         "events": ExposureEvent.objects.count(),
+        "secrets": list(
+            EngineSecret.objects.values_list("engine_id", "name", "ciphertext")
+        ),
     }
 
 
@@ -269,6 +285,7 @@ def selected(action: permissions.AdminAction, world: World) -> list[int]:
         "exposure": world.exposure.pk,
         "membership": world.membership.pk,
         "apitoken": world.token.pk,
+        "enginesecret": world.secret.pk,
     }
     return [objects[action.model]]
 

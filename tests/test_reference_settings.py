@@ -6,7 +6,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,8 +20,11 @@ SHOW = (
 )
 
 
-def settings_with(**env: str) -> list[object]:
-    inherited = {k: v for k, v in os.environ.items() if k != "MCP_AUDIT_CALLS"}
+def shown_by(show: str, dropped: Callable[[str], bool], **env: str) -> Any:
+    """What ``show`` prints as JSON in a child process with the reference
+    settings, the environment less the variables ``dropped`` names plus
+    ``env``."""
+    inherited = {k: v for k, v in os.environ.items() if not dropped(k)}
     environment = {
         **inherited,
         "DJANGO_SETTINGS_MODULE": "config.settings",
@@ -27,14 +32,18 @@ def settings_with(**env: str) -> list[object]:
         **env,
     }
     done = subprocess.run(
-        [sys.executable, "-c", SHOW],
+        [sys.executable, "-c", show],
         cwd=ROOT,
         env=environment,
         capture_output=True,
         text=True,
         check=True,
     )
-    shown: list[object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def settings_with(**env: str) -> list[object]:
+    shown: list[object] = shown_by(SHOW, lambda k: k == "MCP_AUDIT_CALLS", **env)
     return shown
 
 
@@ -75,26 +84,11 @@ def test_the_audit_log_switch_comes_from_the_environment() -> None:
 
 
 def gateway_setting(name: str, **env: str) -> object:
-    inherited = {k: v for k, v in os.environ.items() if not k.startswith("MCP_")}
-    environment = {
-        **inherited,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "SECRET_KEY": "reference-settings-test-" + "k" * 40,
-        **env,
-    }
     show = (
         "import json, django; from django.conf import settings; django.setup(); "
         f"print(json.dumps(settings.MCP_GATEWAY[{name!r}]))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", show],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return shown_by(show, lambda k: k.startswith("MCP_"), **env)
 
 
 @pytest.mark.parametrize(
@@ -137,32 +131,14 @@ def test_the_security_settings_defaults(name: str, default: object) -> None:
 
 def connections_with(entry: str = "django.setup()", **env: str) -> list[object]:
     """The default database's connection handling once `entry` has loaded."""
-    inherited = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in {"MCP_SERVER_INTERFACE", "DATABASE_URL"}
-    }
-    environment = {
-        **inherited,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "SECRET_KEY": "reference-settings-test-" + "k" * 40,
-        **env,
-    }
     show = (
         f"import json, django; {entry}; from django.conf import settings; "
         "d = settings.DATABASES['default']; "
         "print(json.dumps([d['CONN_MAX_AGE'], d['CONN_HEALTH_CHECKS'], "
         "d['OPTIONS'].get('pool', False)]))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", show],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    shown: list[object] = json.loads(done.stdout.strip().splitlines()[-1])
+    dropped = {"MCP_SERVER_INTERFACE", "DATABASE_URL"}
+    shown: list[object] = shown_by(show, dropped.__contains__, **env)
     return shown
 
 

@@ -147,7 +147,7 @@ def record_change(
         engine_ids=sorted(engine_ids),
         catalog_version=tenant.catalog_version,
         actor=actor,
-        actor_name=actor.get_username()[:150] if actor is not None else "",
+        actor_name=actor_name(actor),
         via=via,
     )
 
@@ -162,7 +162,7 @@ def record_changes(
 ) -> None:
     """The same change to many tenants: one event each, written in bulk."""
     actor = acting_user(by)
-    name = actor.get_username()[:150] if actor is not None else ""
+    name = actor_name(actor)
     ids = sorted(engine_ids)
     ExposureEvent.objects.bulk_create(
         [
@@ -190,6 +190,11 @@ def prune(older_than_days: int) -> tuple[int, int]:
     cutoff = timezone.now() - timedelta(days=older_than_days)
     deleted = prune_chains(cutoff)
     return deleted["call"], deleted["change"]
+
+
+def actor_name(actor: User | None) -> str:
+    """The name an audit row keeps of ``actor`` (it outlives the account)."""
+    return actor.get_username()[:150] if actor is not None else ""
 
 
 def acting_user(by: AbstractBaseUser | AnonymousUser | None) -> User | None:

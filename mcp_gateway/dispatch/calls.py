@@ -125,14 +125,11 @@ def run(
 ) -> types.CallToolResult:
     """Run the engine from sync code (WSGI), with its secrets, and record the
     outcome."""
-    try:
-        context = engine_secrets.provide(entry.engine, context)
-    except engine_secrets.SecretsRefused as exc:
-        result = adapter.tool_error(exc.code, exc.message)
-    else:
-        with engine_secrets.scrubbing(context):
-            result = adapter.execute(entry.engine, arguments, context)
-        result = engine_secrets.scrubbed(context, result)
+    result = engine_secrets.call(
+        entry.engine,
+        context,
+        lambda context: adapter.execute(entry.engine, arguments, context),
+    )
     finish_result(scope, result)
     return result
 
@@ -147,17 +144,14 @@ async def arun(
     """Run the engine from async code, with its secrets, and record the
     outcome (or the cancellation, when the client goes away)."""
     try:
-        context = await engine_secrets.aprovide(entry.engine, context)
-    except engine_secrets.SecretsRefused as exc:
-        result: Result = adapter.tool_error(exc.code, exc.message)
-    else:
-        try:
-            with engine_secrets.scrubbing(context):
-                result = await adapter.aexecute(entry.engine, arguments, context, ask)
-        except asyncio.CancelledError:
-            finish(scope, callrecord.CANCELLED)
-            raise
-        result = engine_secrets.scrubbed(context, result)
+        result = await engine_secrets.acall(
+            entry.engine,
+            context,
+            lambda context: adapter.aexecute(entry.engine, arguments, context, ask),
+        )
+    except asyncio.CancelledError:
+        finish(scope, callrecord.CANCELLED)
+        raise
     finish_result(scope, result)
     return result
 

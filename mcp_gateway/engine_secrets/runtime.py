@@ -13,9 +13,10 @@ import contextlib
 import contextvars
 import dataclasses
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
+import mcp_types as types
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError
 from pydantic import BaseModel
@@ -24,6 +25,7 @@ from engines_app.context import EngineContext
 from engines_app.engine import required_secrets
 from mcp_gateway.engine_secrets import store
 from mcp_gateway.engine_secrets.keys import SecretKeyError
+from mcp_gateway.runtime.adapter import tool_error
 
 logger = logging.getLogger("mcp_gateway")
 
@@ -62,8 +64,7 @@ def provide(engine: Any, context: EngineContext) -> EngineContext:
     names = required_secrets(engine)
     if not names:
         return context
-    tenant_id = context.principal.tenant_id
-    stored = store.cached(tenant_id, engine.id) if tenant_id is not None else None
+    tenant_id, stored = _cached(engine, context)
     if stored is None:
         stored = _read(tenant_id, engine.id)
     return _with(names, stored, context)
@@ -74,11 +75,54 @@ async def aprovide(engine: Any, context: EngineContext) -> EngineContext:
     names = required_secrets(engine)
     if not names:
         return context
-    tenant_id = context.principal.tenant_id
-    stored = store.cached(tenant_id, engine.id) if tenant_id is not None else None
+    tenant_id, stored = _cached(engine, context)
     if stored is None:
         stored = await sync_to_async(_read)(tenant_id, engine.id)
     return _with(names, stored, context)
+
+
+def call(
+    engine: Any, context: EngineContext, execute: Callable[[EngineContext], R]
+) -> R | types.CallToolResult:
+    """``execute(context)`` with the engine's secrets in ``context``, scrubbed
+    from the result and from the gateway's log lines; a refusal (a missing
+    secret, unreadable keys) is the tool error. An engine that declares no
+    secret runs as it is."""
+    if not required_secrets(engine):
+        return execute(context)
+    try:
+        context = provide(engine, context)
+    except SecretsRefused as exc:
+        return tool_error(exc.code, exc.message)
+    with scrubbing(context):
+        result = execute(context)
+    return scrubbed(context, result)
+
+
+async def acall(
+    engine: Any,
+    context: EngineContext,
+    execute: Callable[[EngineContext], Awaitable[R]],
+) -> R | types.CallToolResult:
+    """``call`` from async code."""
+    if not required_secrets(engine):
+        return await execute(context)
+    try:
+        context = await aprovide(engine, context)
+    except SecretsRefused as exc:
+        return tool_error(exc.code, exc.message)
+    with scrubbing(context):
+        result = await execute(context)
+    return scrubbed(context, result)
+
+
+def _cached(
+    engine: Any, context: EngineContext
+) -> tuple[int | None, Mapping[str, str] | None]:
+    tenant_id = context.principal.tenant_id
+    if tenant_id is None:
+        return None, None
+    return tenant_id, store.cached(tenant_id, engine.id)
 
 
 def _read(tenant_id: int | None, engine_id: str) -> Mapping[str, str]:

@@ -17,7 +17,7 @@ from django.views.decorators.debug import sensitive_variables
 from engines_app.engine import required_secrets
 from engines_app.registry import default_registry
 from mcp_gateway import bus
-from mcp_gateway.audit.log import acting_user
+from mcp_gateway.audit.log import acting_user, actor_name
 from mcp_gateway.engine_secrets import store
 from mcp_gateway.engine_secrets.keys import require
 from mcp_gateway.engine_secrets.models import EngineSecret
@@ -72,7 +72,7 @@ def set_secret(
                 "key_id": ring.newest,
                 "set_at": timezone.now(),
                 "set_by": actor,
-                "set_by_name": actor.get_username()[:150] if actor else "",
+                "set_by_name": actor_name(actor),
             },
         )
         changed(tenant.pk, engine_id)

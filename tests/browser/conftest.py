@@ -13,6 +13,10 @@ from django.db import connection
 from tests.live.servers import Server, database_url, running
 
 CHROMIUM = Path("/usr/bin/chromium")
+# Chromium opens up to six connections per host, some idle (preconnects); a
+# gthread worker gives each accepted connection a thread until it sends a
+# request, so four threads can all wait on idle sockets while a page hangs.
+BROWSER_THREADS = 16
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -54,7 +58,9 @@ def page(chromium: Path) -> Iterator[Any]:
 def live_gunicorn(django_db_setup: None, tmp_path: Path) -> Iterator[Server]:
     """gunicorn against the test DB; DEBUG serves the admin's static files."""
     db_url = database_url(connection.settings_dict)
-    with running("gunicorn", db_url, tmp_path, DEBUG="1") as server:
+    with running(
+        "gunicorn", db_url, tmp_path, threads=BROWSER_THREADS, DEBUG="1"
+    ) as server:
         yield server
 
 

@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp_gateway.audit.models import ExposureEvent
 from mcp_gateway.models import Exposure, Tenant
-from tests.browser.conftest import CHROMIUM_ARGS
+from tests.browser.conftest import BROWSER_THREADS, CHROMIUM_ARGS
 from tests.live.servers import Server, database_url, free_port, running
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -112,6 +112,7 @@ class Deployment:
                 self.db_url,
                 tmp,
                 port=self.port,
+                threads=BROWSER_THREADS,
                 DEBUG="1",
                 MCPGW_TEST_DRIFTING=description,
             )

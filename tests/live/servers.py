@@ -50,7 +50,7 @@ def database_url(settings_dict: dict[str, object]) -> str:
     return f"postgres://{user}@{host}:{port}/{name}"
 
 
-def command(kind: str, port: int) -> list[str]:
+def command(kind: str, port: int, threads: int = 4) -> list[str]:
     if kind == "gunicorn":
         return [
             str(BIN / "gunicorn"),
@@ -60,7 +60,7 @@ def command(kind: str, port: int) -> list[str]:
             "--workers",
             "1",
             "--threads",
-            "4",
+            str(threads),
         ]
     return [
         str(BIN / "uvicorn"),
@@ -79,9 +79,19 @@ def command(kind: str, port: int) -> list[str]:
 
 @contextmanager
 def running(
-    kind: str, db_url: str, tmp: Path, *, port: int | None = None, **env: str
+    kind: str,
+    db_url: str,
+    tmp: Path,
+    *,
+    port: int | None = None,
+    threads: int = 4,
+    **env: str,
 ) -> Iterator[Server]:
-    """Run one server until the block ends; wait until it accepts."""
+    """Run one server until the block ends; wait until it accepts.
+
+    ``threads`` is gunicorn's: each accepted connection holds one until its
+    request is read, and a browser opens idle connections ahead of need.
+    """
     port = port or free_port()
     server = Server(kind, "127.0.0.1", port, tmp / f"{kind}-probe.log")
     environ = {
@@ -93,7 +103,7 @@ def running(
     }
     log = (tmp / f"{kind}.log").open("wb")
     process = subprocess.Popen(
-        command(kind, port), cwd=ROOT, env=environ, stdout=log, stderr=log
+        command(kind, port, threads), cwd=ROOT, env=environ, stdout=log, stderr=log
     )
     try:
         wait_for_port(port, process)

@@ -166,7 +166,14 @@ ADMIN_ACTIONS: tuple[AdminAction, ...] = (
     AdminAction(
         "tenant", "expose_all", "Expose all installed engines", write("add_exposure")
     ),
-    AdminAction("tenant", "unexpose_all", "Unexpose all", write("delete_exposure")),
+    AdminAction(
+        "tenant",
+        "unexpose_all",
+        "Unexpose all",
+        write("delete_exposure"),
+        "asks for confirmation; so does the tenant page's “Unexpose all” link, "
+        "which needs the same",
+    ),
     AdminAction(
         "tenant",
         "approve_changes",
@@ -188,9 +195,9 @@ ADMIN_ACTIONS: tuple[AdminAction, ...] = (
     AdminAction(
         "exposure",
         "delete_selected",
-        "Delete selected exposures",
+        "Unexpose selected exposures",
         write("delete_exposure"),
-        "unexposes",
+        "unexposes (the engines stay installed)",
     ),
     AdminAction(
         "membership",

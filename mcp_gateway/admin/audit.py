@@ -177,6 +177,13 @@ class ReadOnlyAdmin(admin.ModelAdmin[Any]):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    readonly_fields = ["time"]
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        """A row's page shows its time with seconds, where ``created_at`` was."""
+        fields = [f for f in super().get_fields(request, obj) if f != "time"]
+        return ["time" if f == "created_at" else f for f in fields]
+
     @admin.display(description=_("Time"), ordering="created_at")
     def time(self, obj: Any) -> str:
         return seconds(obj.created_at)

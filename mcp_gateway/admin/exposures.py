@@ -43,6 +43,11 @@ class ExposureAdmin(ActionPermissions, admin.ModelAdmin[Exposure]):
     autocomplete_fields = ["tenant"]
     filter_horizontal = ["groups"]
     actions = ["approve_selected"]
+    # Unexposing, not deleting: the engine stays installed.
+    delete_confirmation_template = "admin/mcp_gateway/exposure/delete_confirmation.html"
+    delete_selected_confirmation_template = (
+        "admin/mcp_gateway/exposure/delete_selected_confirmation.html"
+    )
     add_fields = ["tenant", "engine_id"]
     view_fields = [
         "tenant",
@@ -104,6 +109,13 @@ class ExposureAdmin(ActionPermissions, admin.ModelAdmin[Exposure]):
         if request.method not in ("GET", "HEAD"):
             raise Http404
         return approvals.confirmation(self, request, found, cancel_url=page)
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        actions = super().get_actions(request)
+        if (delete := actions.get("delete_selected")) is not None:
+            label = str(_("Unexpose selected exposures"))
+            actions["delete_selected"] = (delete[0], delete[1], label)
+        return actions
 
     def get_fields(self, request: HttpRequest, obj: Exposure | None = None) -> Any:
         return [*self.view_fields, "groups"] if obj else self.add_fields

@@ -8,10 +8,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q, QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
@@ -221,6 +223,52 @@ class TenantAdmin(ActionPermissions, admin.ModelAdmin[Tenant]):
         css = {"all": ["mcp_gateway/admin.css"]}
         js = ["mcp_gateway/admin.js"]
 
+    def get_urls(self) -> list[Any]:
+        unexpose_all: list[URLPattern] = [
+            path(
+                "<int:object_id>/unexpose-all/",
+                self.admin_site.admin_view(self.unexpose_all_view),
+                name="mcp_gateway_tenant_unexpose_all",
+            )
+        ]
+        return unexpose_all + super().get_urls()
+
+    def unexpose_all_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        """The tenant page's "Unexpose all": asks first, then back to the page."""
+        tenant = get_object_or_404(Tenant, pk=object_id)
+        needs = permissions.admin_action("tenant", "unexpose_all").needs
+        if not permissions.allows(request.user, needs):
+            raise PermissionDenied
+        page = reverse("admin:mcp_gateway_tenant_change", args=[tenant.pk])
+        if approvals.is_confirmed(request):
+            removed = bookkeeping.clear(tenant, by=request.user, via="admin")
+            self.message_user(
+                request,
+                _("%(tenant)s: unexposed %(n)s engine(s).")
+                % {"tenant": tenant, "n": removed},
+                messages.SUCCESS,
+            )
+            return HttpResponseRedirect(page)
+        if request.method not in ("GET", "HEAD"):
+            raise Http404
+        return self._unexpose_all_confirmation(request, [tenant], cancel_url=page)
+
+    def _unexpose_all_confirmation(
+        self, request: HttpRequest, tenants: list[Tenant], *, cancel_url: str
+    ) -> TemplateResponse:
+        context = {
+            **self.admin_site.each_context(request),
+            "title": _("Unexpose every tool?"),
+            "opts": self.opts,
+            "tenants": tenants,
+            "selected": [str(t.pk) for t in tenants],
+            "action": "unexpose_all",
+            "cancel_url": cancel_url,
+        }
+        return TemplateResponse(
+            request, "admin/mcp_gateway/tenant/unexpose_all.html", context
+        )
+
     def history_view(
         self,
         request: HttpRequest,
@@ -365,7 +413,14 @@ class TenantAdmin(ActionPermissions, admin.ModelAdmin[Tenant]):
         if obj.pk is None:
             return "-"
         url = f"{reverse('admin:mcp_gateway_exposure_add')}?tenant={obj.pk}"
-        return format_html('<a href="{}">{}</a>', url, _("Expose an engine"))
+        unexpose = reverse("admin:mcp_gateway_tenant_unexpose_all", args=[obj.pk])
+        return format_html(
+            '<a href="{}">{}</a> · <a href="{}" class="mcp-unexpose-all">{}</a>',
+            url,
+            _("Expose an engine"),
+            unexpose,
+            _("Unexpose all"),
+        )
 
     @admin.display(description=_("See also"))
     def related_links(self, obj: Tenant) -> str:
@@ -436,18 +491,10 @@ class TenantAdmin(ActionPermissions, admin.ModelAdmin[Tenant]):
     ) -> HttpResponse | None:
         """Asks first, as Django's delete does, listing what goes."""
         if not approvals.is_confirmed(request):
-            tenants = list(queryset.prefetch_related("exposures"))
-            context = {
-                **self.admin_site.each_context(request),
-                "title": _("Unexpose every tool?"),
-                "opts": self.opts,
-                "tenants": tenants,
-                "selected": [str(t.pk) for t in tenants],
-                "action": "unexpose_all",
-                "cancel_url": reverse("admin:mcp_gateway_tenant_changelist"),
-            }
-            return TemplateResponse(
-                request, "admin/mcp_gateway/tenant/unexpose_all.html", context
+            return self._unexpose_all_confirmation(
+                request,
+                list(queryset.prefetch_related("exposures")),
+                cancel_url=reverse("admin:mcp_gateway_tenant_changelist"),
             )
 
         def run(tenant: Tenant) -> str:

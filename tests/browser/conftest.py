@@ -16,7 +16,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 # Chromium opens up to six connections per host, some idle (preconnects); a
 # gthread worker gives each accepted connection a thread until it sends a
 # request, so four threads can all wait on idle sockets while a page hangs.
-BROWSER_THREADS = 16
+BROWSER_THREADS = "16"
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -59,7 +59,7 @@ def live_gunicorn(django_db_setup: None, tmp_path: Path) -> Iterator[Server]:
     """gunicorn against the test DB; DEBUG serves the admin's static files."""
     db_url = database_url(connection.settings_dict)
     with running(
-        "gunicorn", db_url, tmp_path, threads=BROWSER_THREADS, DEBUG="1"
+        "gunicorn", db_url, tmp_path, MCPGW_GUNICORN_THREADS=BROWSER_THREADS, DEBUG="1"
     ) as server:
         yield server
 

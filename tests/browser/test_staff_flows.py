@@ -112,7 +112,7 @@ class Deployment:
                 self.db_url,
                 tmp,
                 port=self.port,
-                threads=BROWSER_THREADS,
+                MCPGW_GUNICORN_THREADS=BROWSER_THREADS,
                 DEBUG="1",
                 MCPGW_TEST_DRIFTING=description,
             )

@@ -84,14 +84,15 @@ def running(
     tmp: Path,
     *,
     port: int | None = None,
-    threads: int = 4,
     **env: str,
 ) -> Iterator[Server]:
     """Run one server until the block ends; wait until it accepts.
 
-    ``threads`` is gunicorn's: each accepted connection holds one until its
-    request is read, and a browser opens idle connections ahead of need.
+    ``env["MCPGW_GUNICORN_THREADS"]`` (default 4) is gunicorn's thread count:
+    each accepted connection holds a thread until its request is read, and
+    a browser opens idle connections ahead of need.
     """
+    threads = int(env.get("MCPGW_GUNICORN_THREADS", "4"))
     port = port or free_port()
     server = Server(kind, "127.0.0.1", port, tmp / f"{kind}-probe.log")
     environ = {

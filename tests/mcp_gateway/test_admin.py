@@ -752,3 +752,54 @@ def test_tokens_show_a_status_and_scopes_as_a_list(
     assert admin.status(ApiToken.objects.get(pk=revoked.pk)) == "Revoked"
     assert admin.scope_list(active) == ", ".join(active.scopes)
     assert [t.pk for t in only_revoked.context["cl"].result_list] == [revoked.pk]
+
+
+def test_unexposing_asks_in_its_own_words_not_deletes(admin_client, admin_tenant):
+    exposure = bookkeeping.expose(admin_tenant, "demo.echo")
+    selected = {"action": "delete_selected", "_selected_action": [str(exposure.pk)]}
+
+    one = admin_client.get(url("exposure_delete", exposure.pk)).content.decode()
+    many = admin_client.post(url("exposure_changelist"), selected).content.decode()
+    listing = admin_client.get(url("exposure_changelist")).content.decode()
+
+    for page in (one, many):
+        body = page.split("<body")[1].split(">", 1)[1]
+        shown = re.sub(r"<[^>]+>", " ", body)  # the text only
+        assert 'value="Yes, unexpose"' in body
+        assert not re.search(r"(?i)\bdelet", shown)
+    assert "Unexpose this tool?" in one
+    assert "Unexpose these tools?" in many
+    assert ">Unexpose selected exposures<" in listing
+    assert "Delete selected exposures" not in listing
+    assert Exposure.objects.filter(pk=exposure.pk).exists()
+
+
+def test_unexpose_all_from_the_tenant_page_asks_then_returns_to_it(
+    admin_client, admin_tenant
+):
+    bookkeeping.expose_many(admin_tenant, ["demo.echo", "demo.add"])
+    version = Tenant.objects.get(pk=admin_tenant.pk).catalog_version
+    page = admin_client.get(url("tenant_change", admin_tenant.pk)).content.decode()
+    link = reverse("admin:mcp_gateway_tenant_unexpose_all", args=[admin_tenant.pk])
+
+    asked = admin_client.get(link)
+    kept = Exposure.objects.filter(tenant=admin_tenant).count()
+    done = admin_client.post(link, {"post": "yes"}, follow=True)
+
+    assert f'href="{link}"' in page
+    assert "Unexpose every tool?" in asked.content.decode()
+    assert kept == 2
+    assert done.redirect_chain[-1][0] == url("tenant_change", admin_tenant.pk)
+    assert "unexposed 2 engine(s)" in done.content.decode()
+    assert not Exposure.objects.filter(tenant=admin_tenant).exists()
+    assert Tenant.objects.get(pk=admin_tenant.pk).catalog_version > version
+
+
+def test_unexpose_all_without_confirmation_changes_nothing(admin_client, admin_tenant):
+    bookkeeping.expose(admin_tenant, "demo.echo")
+    link = reverse("admin:mcp_gateway_tenant_unexpose_all", args=[admin_tenant.pk])
+
+    response = admin_client.post(link, {})
+
+    assert response.status_code == 404
+    assert Exposure.objects.filter(tenant=admin_tenant).exists()

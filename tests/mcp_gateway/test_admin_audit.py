@@ -11,7 +11,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from mcp_gateway.audit.models import ToolCall
+from mcp_gateway import bookkeeping
+from mcp_gateway.audit.models import ExposureEvent, ToolCall
 from mcp_gateway.models import Tenant
 
 CHANGELIST = "admin:mcp_gateway_toolcall_changelist"
@@ -96,3 +97,26 @@ def test_an_unreadable_range_is_a_message_and_filters_nothing(
     messages = [str(m) for m in response.context["messages"]]
     assert any("Not a date and time" in m and "'yesterday'" in m for m in messages)
     assert "Traceback" not in response.content.decode()
+
+
+def test_a_call_and_an_exposure_event_show_their_time_with_seconds(
+    staff_client: Client, calls: dict[str, ToolCall]
+) -> None:
+    call = calls["middle"]
+    ToolCall.objects.filter(pk=call.pk).update(
+        created_at=timezone.make_aware(datetime(2026, 11, 20, 12, 0, 37))
+    )
+    bookkeeping.expose(Tenant.objects.get(slug="acme"), "demo.echo")
+    event = ExposureEvent.objects.get()
+    shown = timezone.localtime(event.created_at).strftime("%H:%M:%S")
+
+    call_page = staff_client.get(
+        reverse("admin:mcp_gateway_toolcall_change", args=[call.pk])
+    ).content.decode()
+    event_page = staff_client.get(
+        reverse("admin:mcp_gateway_exposureevent_change", args=[event.pk])
+    ).content.decode()
+
+    assert "2026-11-20 12:00:37" in call_page
+    assert shown in event_page
+    assert "Created at" not in call_page

@@ -417,3 +417,83 @@ def test_a_token_route_needs_its_token_and_nothing_else(db, settings, route):
     assert secret.encode() not in missing.content + wrong.content
     assert right.status_code == 200
     assert posted.status_code == 405
+
+
+# -- The admin's page buttons (each needs what its action's row names) ------------
+
+
+@dataclass(frozen=True)
+class Button:
+    name: str
+    action: permissions.AdminAction
+    url_name: str
+    target: str
+    """Which object of the world the page is about."""
+
+
+BUTTONS = [
+    Button(
+        "exposure approve",
+        permissions.admin_action("exposure", "approve_selected"),
+        "admin:mcp_gateway_exposure_approve",
+        "exposure",
+    ),
+    Button(
+        "token revoke",
+        permissions.admin_action("apitoken", "revoke_selected"),
+        "admin:mcp_gateway_apitoken_revoke",
+        "token",
+    ),
+    Button(
+        "tenant unexpose all",
+        permissions.admin_action("tenant", "unexpose_all"),
+        "admin:mcp_gateway_tenant_unexpose_all",
+        "tenant",
+    ),
+]
+
+
+def button_url(button: Button, world: World) -> str:
+    return reverse(button.url_name, args=[getattr(world, button.target).pk])
+
+
+@pytest.mark.parametrize("button", BUTTONS, ids=[b.name for b in BUTTONS])
+def test_a_page_button_refuses_view_only_staff_and_changes_nothing(world, button):
+    client = admin_as(viewer())
+    before = snapshot()
+
+    asked = client.get(button_url(button, world))
+    confirmed = client.post(button_url(button, world), {"post": "yes"})
+
+    assert (asked.status_code, confirmed.status_code) == (403, 403)
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize("button", BUTTONS, ids=[b.name for b in BUTTONS])
+def test_a_page_button_asks_then_acts_for_staff_with_its_permission(world, button):
+    view = f"view_{button.action.model}"
+    client = admin_as(staff_with(view, *matching(button.action.needs)))
+    before = snapshot()
+
+    asked = client.get(button_url(button, world))
+    unchanged = snapshot()
+    confirmed = client.post(button_url(button, world), {"post": "yes"})
+
+    assert asked.status_code == 200
+    assert unchanged == before
+    assert confirmed.status_code == 302
+    assert snapshot() != before
+
+
+def test_the_engines_page_needs_what_the_engines_route_needs(world):
+    url = reverse("admin:mcp_gateway_installedengine_changelist")
+    route = permissions.api_route("engines", "GET")
+    assert route is not None
+    nobody = staff_with(name="plain")
+
+    refused = admin_as(nobody).get(url)
+    shown = admin_as(staff_with(*matching(route.needs), name="reader")).get(url)
+
+    assert refused.status_code == 403
+    assert shown.status_code == 200
+    assert "demo_add" in shown.content.decode()

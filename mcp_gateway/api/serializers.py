@@ -12,6 +12,7 @@ from mcp_gateway import bookkeeping, users
 from mcp_gateway import scopes as known_scopes
 from mcp_gateway.audit.models import ExposureEvent, ToolCall
 from mcp_gateway.engine_secrets.models import EngineSecret
+from mcp_gateway.fingerprint import fingerprint
 from mcp_gateway.forms import clean_origin
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
 from mcp_gateway.naming import tool_name
@@ -26,6 +27,10 @@ class TenantSerializer(serializers.ModelSerializer[Tenant]):
     )
     engine_config = serializers.DictField(required=False)
     mcp_url = serializers.SerializerMethodField()
+    tool_status = serializers.SerializerMethodField(
+        help_text="How many of the tenant's exposures are live, held, "
+        "changed and stale (see an exposure's status)."
+    )
 
     class Meta:
         model = Tenant
@@ -41,12 +46,19 @@ class TenantSerializer(serializers.ModelSerializer[Tenant]):
             "token_calls_per_month",
             "catalog_version",
             "mcp_url",
+            "tool_status",
             "created_at",
         ]
         read_only_fields = ["catalog_version", "created_at"]
 
     def get_mcp_url(self, obj: Tenant) -> str:
         return resource_url(obj.slug)
+
+    def get_tool_status(self, obj: Tenant) -> dict[str, int]:
+        counts = dict.fromkeys(bookkeeping.STATUSES, 0)
+        for state in bookkeeping.states(obj.exposures.all()):
+            counts[state.status] += 1
+        return counts
 
     def validate_slug(self, value: str) -> str:
         if self.instance is not None and value != self.instance.slug:
@@ -96,6 +108,16 @@ class ExposureSerializer(serializers.ModelSerializer[Exposure]):
     installed_version = serializers.SerializerMethodField(
         help_text="The installed engine's version; null when not installed."
     )
+    installed_fingerprint = serializers.SerializerMethodField(
+        help_text="The installed definition's fingerprint; differs from "
+        "fingerprint (the approved one) when the tool changed; null when "
+        "the engine is not installed."
+    )
+    installed_definition = serializers.SerializerMethodField(
+        help_text="The installed tool definition (name, title, description, "
+        "schemas, hints), to compare with approved_definition; null when "
+        "the engine is not installed."
+    )
 
     class Meta:
         model = Exposure
@@ -107,6 +129,8 @@ class ExposureSerializer(serializers.ModelSerializer[Exposure]):
             "status",
             "fingerprint",
             "approved_definition",
+            "installed_fingerprint",
+            "installed_definition",
             "exposed_by",
             "created_at",
         ]
@@ -124,6 +148,13 @@ class ExposureSerializer(serializers.ModelSerializer[Exposure]):
     def get_installed_version(self, obj: Exposure) -> str | None:
         engine = bookkeeping.states([obj])[0].engine
         return None if engine is None else str(engine.version)
+
+    def get_installed_fingerprint(self, obj: Exposure) -> str | None:
+        engine = bookkeeping.states([obj])[0].engine
+        return None if engine is None else fingerprint(engine)
+
+    def get_installed_definition(self, obj: Exposure) -> dict[str, Any] | None:
+        return bookkeeping.states([obj])[0].installed_definition
 
 
 class SkippedSerializer(serializers.Serializer[Any]):

@@ -37,7 +37,7 @@ class TenantViewSet(
 ):
     """Tenants by slug; ``PATCH {"is_active": false}`` disables one."""
 
-    queryset = Tenant.objects.all()
+    queryset = Tenant.objects.prefetch_related("exposures")  # tool_status
     serializer_class = serializers.TenantSerializer
     lookup_field = "slug"
     filter_backends = [SearchFilter, BooleanFilter]

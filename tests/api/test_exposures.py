@@ -128,3 +128,29 @@ def test_api_changes_are_recorded_as_made_through_the_api(api, tenant, staff):
         ("expose", "api", staff.pk),
         ("unexpose", "api", staff.pk),
     ]
+
+
+def test_a_changed_exposure_shows_its_installed_definition_beside_the_approved(
+    api, tenant
+):
+    exposure = bookkeeping.expose(tenant, "demo.echo")
+    Exposure.objects.filter(pk=exposure.pk).update(fingerprint="old")
+    installed = bookkeeping.states([Exposure.objects.get(pk=exposure.pk)])[0]
+
+    body = api.get("/api/tenants/acme/exposures/demo.echo/").json()
+
+    assert body["status"] == "held"
+    assert body["fingerprint"] == "old"
+    assert body["installed_fingerprint"] not in (None, "old")
+    assert body["installed_definition"] == installed.installed_definition
+    assert body["installed_definition"]["name"] == "demo_echo"
+
+
+def test_the_tenant_list_counts_live_held_and_stale_tools(api, tenant):
+    bookkeeping.expose_many(tenant, ["demo.echo", "demo.add", "demo.slow"])
+    Exposure.objects.filter(engine_id="demo.echo").update(fingerprint="old")
+    Exposure.objects.filter(engine_id="demo.add").update(engine_id="gone.engine")
+
+    listed = api.get("/api/tenants/").json()["results"]
+
+    assert listed[0]["tool_status"] == {"live": 1, "held": 1, "changed": 0, "stale": 1}

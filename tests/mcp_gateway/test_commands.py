@@ -124,9 +124,27 @@ def test_tenant_list_shows_each_tenant(cmd_tenant):
 
     lines = run("mcp_tenant", "list").splitlines()
 
-    assert lines[0].split() == ["SLUG", "NAME", "ACTIVE", "TOOLS", "MEMBERS"]
-    assert lines[1].split() == ["acme", "Acme", "yes", "0", "0"]
-    assert lines[2].split() == ["globex", "Globex", "no", "0", "0"]
+    assert lines[0].split() == [
+        "SLUG",
+        "NAME",
+        "ACTIVE",
+        "TOOLS",
+        "HELD",
+        "STALE",
+        "MEMBERS",
+    ]
+    assert lines[1].split() == ["acme", "Acme", "yes", "0", "0", "0", "0"]
+    assert lines[2].split() == ["globex", "Globex", "no", "0", "0", "0", "0"]
+
+
+def test_tenant_list_counts_held_and_stale_tools(cmd_tenant):
+    bookkeeping.expose_many(cmd_tenant, ["demo.echo", "demo.add", "demo.slow"])
+    Exposure.objects.filter(engine_id="demo.echo").update(fingerprint="old")
+    Exposure.objects.filter(engine_id="demo.add").update(engine_id="gone.engine")
+
+    lines = run("mcp_tenant", "list").splitlines()
+
+    assert lines[1].split() == ["acme", "Acme", "yes", "3", "1", "1", "0"]
 
 
 def test_tenant_list_says_when_there_are_none(db):

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import IntegrityError
 from django.db.models import Count
 
+from mcp_gateway import bookkeeping
 from mcp_gateway.forms import clean_origin
 from mcp_gateway.management.base import (
     USER_HELP,
@@ -78,23 +79,26 @@ class Command(BaseCommand):
 
     def list_tenants(self) -> None:
         tenants = Tenant.objects.annotate(
-            exposure_count=Count("exposures", distinct=True),
             member_count=Count("memberships", distinct=True),
-        )
-        rows = [
-            (
-                t.slug,
-                t.name,
-                "yes" if t.is_active else "no",
-                t.exposure_count,
-                t.member_count,
+        ).prefetch_related("exposures")
+        rows = []
+        for t in tenants:
+            statuses = [s.status for s in bookkeeping.states(t.exposures.all())]
+            rows.append(
+                (
+                    t.slug,
+                    t.name,
+                    "yes" if t.is_active else "no",
+                    len(statuses),
+                    statuses.count(bookkeeping.HELD),
+                    statuses.count(bookkeeping.STALE),
+                    t.member_count,
+                )
             )
-            for t in tenants
-        ]
         if not rows:
             self.stdout.write("No tenants.")
             return
-        headers = ("SLUG", "NAME", "ACTIVE", "TOOLS", "MEMBERS")
+        headers = ("SLUG", "NAME", "ACTIVE", "TOOLS", "HELD", "STALE", "MEMBERS")
         self.stdout.write(table(headers, rows))
 
     def disable(self, slug: str) -> None:

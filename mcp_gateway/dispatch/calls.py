@@ -8,6 +8,7 @@ gateway's own ``tools/call`` handler and by the SDK's (``sdk._call_tool``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +20,7 @@ from mcp_gateway import jsonrpc
 from mcp_gateway.audit import callrecord
 from mcp_gateway.audit import log as audit
 from mcp_gateway.catalog import CatalogEntry
+from mcp_gateway.dispatch import cancellation
 from mcp_gateway.dispatch.era import Route
 from mcp_gateway.dispatch.scope import CallScope, Outcome
 from mcp_gateway.dispatch.wire import error_outcome
@@ -122,15 +124,18 @@ def run(
     entry: CatalogEntry,
     arguments: Mapping[str, Any],
     context: EngineContext,
+    *,
+    wire: Wire | None = None,
 ) -> types.CallToolResult:
     """Run the engine from sync code (WSGI), with its secrets, and record the
-    outcome."""
-    result = engine_secrets.call(
-        entry.engine,
-        context,
-        lambda context: adapter.execute(entry.engine, arguments, context),
-    )
-    finish_result(scope, result)
+    outcome; on the 2025 wires (``wire``) a client's cancel reaches it."""
+    with _watching(scope, wire, context) as running:
+        result = engine_secrets.call(
+            entry.engine,
+            context,
+            lambda context: adapter.execute(entry.engine, arguments, context),
+        )
+    finish_result(scope, result, running)
     return result
 
 
@@ -140,20 +145,39 @@ async def arun(
     arguments: Mapping[str, Any],
     context: EngineContext,
     ask: adapter.Ask | None = None,
+    *,
+    wire: Wire | None = None,
 ) -> Result:
     """Run the engine from async code, with its secrets, and record the
-    outcome (or the cancellation, when the client goes away)."""
+    outcome (or the cancellation, when the client goes away or cancels)."""
     try:
-        result = await engine_secrets.acall(
-            entry.engine,
-            context,
-            lambda context: adapter.aexecute(entry.engine, arguments, context, ask),
-        )
+        with _watching(scope, wire, context) as running:
+            result = await engine_secrets.acall(
+                entry.engine,
+                context,
+                lambda context: adapter.aexecute(entry.engine, arguments, context, ask),
+            )
     except asyncio.CancelledError:
         finish(scope, callrecord.CANCELLED)
         raise
-    finish_result(scope, result)
+    finish_result(scope, result, running)
     return result
+
+
+Wire = tuple[str, Any]
+"""A call's protocol version and JSON-RPC request id."""
+
+
+def _watching(
+    scope: CallScope, wire: Wire | None, context: EngineContext
+) -> contextlib.AbstractContextManager[cancellation.Running | None]:
+    if wire is None:
+        return contextlib.nullcontext()
+    version, request_id = wire
+    tenant_id = scope.tenant.pk
+    return cancellation.watching(
+        tenant_id, scope.principal, version, request_id, context
+    )
 
 
 def finish(scope: CallScope, outcome: str, error_code: str = "") -> None:
@@ -161,9 +185,15 @@ def finish(scope: CallScope, outcome: str, error_code: str = "") -> None:
         scope.record.finish(outcome, error_code)
 
 
-def finish_result(scope: CallScope, result: Result) -> None:
-    """Note a tool's result: its outcome and, for a tool error, its code."""
+def finish_result(
+    scope: CallScope, result: Result, running: cancellation.Running | None = None
+) -> None:
+    """Note a tool's result: its outcome and, for a tool error, its code; a
+    call the client cancelled is ``cancelled`` whatever the engine said."""
     if scope.record is None:
+        return
+    if cancellation.cancelled(running):
+        scope.record.finish(callrecord.CANCELLED)
         return
     code = ""
     if isinstance(result, types.CallToolResult) and result.is_error:

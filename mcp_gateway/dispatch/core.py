@@ -98,7 +98,9 @@ def handle(
         return step
     if step.call is not None:
         call = step.call
-        return _called(step, calls.run(scope, call.entry, call.arguments, call.context))
+        wire = (step.route.version, step.request_id)
+        result = calls.run(scope, call.entry, call.arguments, call.context, wire=wire)
+        return _called(step, result)
     listed = _listed(step, scope)
     if listed is not None:
         return listed
@@ -120,7 +122,10 @@ async def ahandle(
         return step
     if step.call is not None:
         call = step.call
-        result = await calls.arun(scope, call.entry, call.arguments, call.context)
+        wire = (step.route.version, step.request_id)
+        result = await calls.arun(
+            scope, call.entry, call.arguments, call.context, wire=wire
+        )
         return _called(step, result)
     listed = _listed(step, scope)
     if listed is not None:

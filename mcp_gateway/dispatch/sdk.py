@@ -129,7 +129,8 @@ async def _call_tool(
     arguments = params.arguments if params.arguments is not None else {}
     context = calls.start(scope, entry, arguments, interaction.reply_of(params))
     ask = interaction.input_required if interaction.can_ask(ctx) else None
-    return await calls.arun(scope, entry, arguments, context, ask)
+    wire = (ctx.protocol_version, ctx.request_id)
+    return await calls.arun(scope, entry, arguments, context, ask, wire=wire)
 
 
 # -- The SDK's wire form of a tool result ---------------------------------------

@@ -24,6 +24,7 @@ from mcp_gateway.audit import log as audit
 from mcp_gateway.audit.callrecord import CallRecord
 from mcp_gateway.catalog import catalog_for
 from mcp_gateway.conf import AUTH_DISABLED, auth_may_be_disabled, gateway_settings
+from mcp_gateway.dispatch import cancellation
 from mcp_gateway.dispatch.scope import CallScope
 from mcp_gateway.endpoint import access, bearer, boundary
 from mcp_gateway.endpoint.challenge import challenge, insufficient_scope
@@ -34,6 +35,8 @@ from mcp_gateway.oauth.fetch import AuthUnavailable
 from mcp_gateway.observability import observe
 
 logger = logging.getLogger("mcp_gateway")
+
+CANCELLED = "notifications/cancelled"
 
 
 def admit(
@@ -70,7 +73,17 @@ def admit(
     message = _read_message(request)
     if isinstance(message, HttpResponse):
         return message
+    if message.kind == "notification":
+        _notified(*authenticated, message)
+        return HttpResponse(status=202)
     return (*authenticated, message)
+
+
+def _notified(tenant: Tenant, principal: Principal, message: jsonrpc.Message) -> None:
+    """Act on a client notification: a 2025 cancel goes to its call's worker
+    (``cancellation``); every other one is accepted and dropped."""
+    if message.payload.get("method") == CANCELLED:
+        cancellation.relay(tenant.pk, principal, message.payload.get("params"))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -170,8 +183,6 @@ def _read_message(request: HttpRequest) -> jsonrpc.Message | HttpResponse:
         return boundary.error(
             400, jsonrpc.INVALID_REQUEST, "Responses are not accepted."
         )
-    if message.kind == "notification":
-        return HttpResponse(status=202)
     return message
 
 

@@ -102,9 +102,11 @@ class EnginePool:
         try:
             return function(context)
         finally:
-            close_old_connections()  # this thread's own connections
-            self._slots.release()
-            metrics.pool_taken(-1)  # pool gauges
+            try:
+                close_old_connections()  # this thread's own connections
+            finally:  # a failing close must not keep the slot
+                self._slots.release()
+                metrics.pool_taken(-1)  # pool gauges
 
 
 _pool: list[EnginePool] = []

@@ -177,3 +177,22 @@ def test_a_caller_cancelling_before_the_deadline_is_no_timeout():
     result = adapter.execute(engine, {}, context)
 
     assert code_of(result.model_dump(by_alias=True, mode="json")) == "CANCELLED"
+
+
+def test_a_failing_connection_close_still_frees_the_pool_slot(settings, monkeypatch):
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "ENGINE_THREADS": 1}
+    pool = deadlines.engine_pool()
+
+    def broken_close() -> None:
+        raise RuntimeError("the database went away while closing")
+
+    monkeypatch.setattr(deadlines, "close_old_connections", broken_close)
+    released = Blocker()
+    released.release.set()
+    first = pool.submit(released.execute, None)  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError):
+        first.result(timeout=5)
+
+    second = pool.submit(released.execute, None)  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError):
+        second.result(timeout=5)  # admitted: the first run's slot came back

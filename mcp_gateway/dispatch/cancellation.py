@@ -1,0 +1,209 @@
+"""``notifications/cancelled`` on the 2025 wires, from any worker of any host.
+
+A stateless server answers the cancel on whichever worker it lands: that
+worker rarely runs the call. So every running 2025-era ``tools/call`` is
+noted twice: in this process (its engine's signal, under an unguessable
+token) and in the shared cache (``RATE_LIMIT_CACHE``), keyed by tenant,
+principal and the client's request id, holding this process's bus address
+and the token. The worker that receives the cancel reads the cache and sends
+the token through the change bus (``bus.send``); the running worker checks
+that the message names a call it runs, for the same tenant, principal and
+request id, and only then sets the engine's signal. The call's audit row
+says ``cancelled``.
+
+Collision rule: request ids are unique only per client, and one principal
+may run several clients. When a second call of the same tenant and
+principal starts with a request id already running, the id is marked
+ambiguous, and a cancel naming it is ignored until the marker expires (at
+the later call's deadline): cancelling the wrong call would be worse than
+cancelling none. The principal is the caller's user and token together.
+
+The 2026-07-28 wire has no client notifications over HTTP: closing the
+response stream is the cancellation there (the endpoint's business).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import math
+import secrets
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.cache import caches
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from engines_app.context import EngineContext, Principal
+from mcp_gateway import bus
+from mcp_gateway.conf import gateway_settings
+
+logger = logging.getLogger("mcp_gateway")
+
+KIND = "mcp_gateway.cancel"
+"""The ``kind`` of a cancel message on the bus (other messages are ignored)."""
+AMBIGUOUS = "ambiguous"
+"""The cache value of a request id two running calls share."""
+CACHE_PREFIX = "mcpgw:running:"
+_NO_DEADLINE_SECONDS = 3600
+_SLACK_SECONDS = 5
+
+
+@dataclass
+class Running:
+    """One running call of this process that a cancel may name."""
+
+    token: str
+    key: str
+    context: EngineContext
+    cancelled: bool = False
+
+
+_running: dict[str, Running] = {}
+_lock = threading.Lock()
+_subscribed: list[tuple[str, bus.Subscription]] = []
+
+
+def cancellable(version: str, request_id: Any) -> bool:
+    """Whether a call at ``version`` can be cancelled by notification."""
+    return version not in MODERN_PROTOCOL_VERSIONS and _is_id(request_id)
+
+
+def key_of(tenant_id: int, principal: Principal, request_id: Any) -> str:
+    """The shared-cache key of a running call (hashed: ids are the client's)."""
+    name = json.dumps(
+        [tenant_id, principal.user, principal.token, request_id],
+        separators=(",", ":"),
+    )
+    return CACHE_PREFIX + hashlib.sha256(name.encode()).hexdigest()
+
+
+@contextlib.contextmanager
+def watching(
+    tenant_id: int,
+    principal: Principal,
+    version: str,
+    request_id: Any,
+    context: EngineContext,
+) -> Iterator[Running | None]:
+    """Make the call cancellable while the block runs (2025 wires only).
+
+    A cache failure leaves the call uncancellable, never failed.
+    """
+    if not cancellable(version, request_id):
+        yield None
+        return
+    running = Running(
+        secrets.token_urlsafe(18), key_of(tenant_id, principal, request_id), context
+    )
+    try:
+        _announce(running)
+    except Exception:
+        logger.warning("Could not note a running call for cancellation.")
+        yield running
+        return
+    try:
+        yield running
+    finally:
+        _forget(running)
+
+
+def relay(tenant_id: int, principal: Principal, params: Any) -> bool:
+    """Pass a client's cancel to the worker running the call it names.
+
+    True when it was sent; False when no single running call of this
+    principal has the id (unknown, finished or ambiguous).
+    """
+    request_id = params.get("requestId") if isinstance(params, Mapping) else None
+    if not _is_id(request_id):
+        return False
+    try:
+        key = key_of(tenant_id, principal, request_id)
+        held = _cache().get(key)
+        if not isinstance(held, dict):
+            return False  # unknown, finished, or ambiguous: do nothing
+        message = {"kind": KIND, "token": held["token"], "key": key}
+        bus.send(held["process"], message)
+    except Exception:
+        logger.warning("Could not relay a cancellation.")
+        return False
+    return True
+
+
+def cancelled(running: Running | None) -> bool:
+    """Whether the client cancelled this call."""
+    return running is not None and running.cancelled
+
+
+def running_count() -> int:
+    """How many cancellable calls this process runs (tests, bounded memory)."""
+    return len(_running)
+
+
+# -- This process's side ------------------------------------------------------------
+
+
+def _announce(running: Running) -> None:
+    _subscribe()
+    entry = {"process": bus.process_id(), "token": running.token}
+    cache = _cache()
+    timeout = _timeout(running.context)
+    with _lock:
+        _running[running.token] = running
+    if not cache.add(running.key, entry, timeout):
+        cache.set(running.key, AMBIGUOUS, timeout)  # the collision rule
+
+
+def _forget(running: Running) -> None:
+    with _lock:
+        _running.pop(running.token, None)
+    try:
+        cache = _cache()
+        if cache.get(running.key) == {
+            "process": bus.process_id(),
+            "token": running.token,
+        }:
+            cache.delete(running.key)
+    except Exception:
+        logger.warning("Could not forget a running call; it expires.")
+
+
+def _subscribe() -> None:
+    """Listen for cancels once per bus (a new bus has a new process id)."""
+    address = bus.process_id()
+    with _lock:
+        if _subscribed and _subscribed[0][0] == address and _subscribed[0][1].active:
+            return
+        _subscribed[:] = [(address, bus.subscribe(bus.Message, _on_message))]
+
+
+def _on_message(event: bus.Message | bus.Resync) -> None:
+    """A cancel for a call this process runs sets its signal; nothing else."""
+    if not isinstance(event, bus.Message) or event.data.get("kind") != KIND:
+        return
+    token = event.data.get("token")
+    with _lock:
+        running = _running.get(token) if isinstance(token, str) else None
+    if running is None or running.key != event.data.get("key"):
+        return  # finished meanwhile, never ours, or another caller's
+    running.cancelled = True
+    running.context.signal.cancel()
+
+
+def _timeout(context: EngineContext) -> int:
+    remaining = context.signal.remaining()
+    if remaining is None:
+        return _NO_DEADLINE_SECONDS
+    return math.ceil(remaining) + _SLACK_SECONDS
+
+
+def _cache() -> Any:
+    return caches[gateway_settings().RATE_LIMIT_CACHE]
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, str | int) and not isinstance(value, bool)

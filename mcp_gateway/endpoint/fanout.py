@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import threading
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from types import FrameType
 from typing import Any
 
 from mcp_gateway import bus
@@ -81,6 +83,7 @@ class Hub:
         self._by_tenant: dict[int, set[Listener]] = defaultdict(set)
         self._count = 0
         self._subscriptions: list[bus.Subscription] = []
+        self._shutdown_hooked = False
 
     def open(self, listener: Listener, tenant_slug: str) -> None:
         """Register ``listener``, subscribing to the bus on first use.
@@ -97,6 +100,8 @@ class Hub:
                 raise Full(TENANT_CAP, settings.MAX_LISTENERS_PER_TENANT)
             streams.add(listener)
             self._count += 1
+            if not self._shutdown_hooked:
+                self._shutdown_hooked = _hook_shutdown(listener.loop)
             if not self._subscribed():
                 self._subscriptions = [
                     bus.subscribe(bus.CatalogChanged, self._on_catalog),
@@ -180,6 +185,35 @@ def _hand(
 
     with contextlib.suppress(RuntimeError):  # a closed loop: its streams are gone
         loop.call_soon_threadsafe(on_loop)
+
+
+def _hook_shutdown(loop: asyncio.AbstractEventLoop) -> bool:
+    """End every stream when the server is told to stop (SIGTERM, SIGINT).
+
+    ASGI servers wait for open responses before they exit, and Django has no
+    shutdown hook of its own; so the server's own handler is chained, and
+    the streams end gracefully (the listen result, then the end of the body)
+    while the server drains. Only the main thread may set handlers; the
+    handler only schedules (a signal may interrupt a held lock).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    for number in (signal.SIGTERM, signal.SIGINT):
+        previous = signal.getsignal(number)
+        if callable(previous):
+            signal.signal(number, _chained(loop, previous))
+    return True
+
+
+def _chained(
+    loop: asyncio.AbstractEventLoop, previous: Callable[[int, FrameType | None], Any]
+) -> Callable[[int, FrameType | None], None]:
+    def on_signal(number: int, frame: FrameType | None) -> None:
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(_hub.close_all)
+        previous(number, frame)
+
+    return on_signal
 
 
 _hub = Hub()

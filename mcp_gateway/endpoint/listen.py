@@ -90,7 +90,7 @@ class Wire:
         if self.subscription is None:
             return None
         result = methods.serialize_server_result(
-            LISTEN, self.version, {"_meta": self._meta()}
+            LISTEN, self.version, {"resultType": "complete", "_meta": self._meta()}
         )
         body = {"jsonrpc": "2.0", "id": self.subscription, "result": result}
         return sse.event(body)

@@ -16,7 +16,7 @@ from typing import Any
 import httpx2
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection
+from django.db import connection, connections
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -134,7 +134,7 @@ def test_the_official_client_listens_and_relists(server, tenant, alice):
                 before = [t.name for t in (await client.list_tools()).tools]
                 async with client.listen(tools_list_changed=True) as subscription:
                     await asyncio.sleep(0.3)
-                    await asyncio.to_thread(bookkeeping.unexpose, tenant, "demo.echo")
+                    await asyncio.to_thread(unexpose_in_thread, tenant, "demo.echo")
                     async with asyncio.timeout(5):
                         async for _event in subscription:
                             break
@@ -145,6 +145,14 @@ def test_the_official_client_listens_and_relists(server, tenant, alice):
 
     assert "demo_echo" in before
     assert "demo_echo" not in after
+
+
+def unexpose_in_thread(tenant: Tenant, engine_id: str) -> None:
+    """Unexpose from a worker thread, closing that thread's connection."""
+    try:
+        bookkeeping.unexpose(tenant, engine_id)
+    finally:
+        connections.close_all()
 
 
 @pytest.fixture

@@ -19,9 +19,10 @@ import httpx2
 import pytest
 from django.contrib.auth.models import User
 from django.db import connection
+from django.utils import timezone
 
 from mcp_gateway import bookkeeping, bus, tokens
-from mcp_gateway.models import Tenant
+from mcp_gateway.models import ApiToken, Tenant
 from tests.http.listening import (
     LIST_CHANGED,
     Stream,
@@ -219,6 +220,17 @@ def test_the_stream_ends_when_its_principal_goes(server, tenant, alice, modern, 
             tenant.is_active = False
             tenant.save()
         assert stream.ended.wait(ENDED_SECONDS), "the stream outlived its principal"
+
+
+@pytest.mark.parametrize("server", ["uvicorn"], indirect=True)
+def test_the_stream_ends_within_a_keepalive_when_its_token_expires(
+    server, tenant, alice, modern
+):
+    with Stream(server, alice, modern=modern) as stream:
+        time.sleep(0.3)
+        # An expiry publishes nothing: only the keep-alive's re-check sees it.
+        ApiToken.objects.update(expires_at=timezone.now())
+        assert stream.ended.wait(ENDED_SECONDS), "the stream outlived its token"
 
 
 @pytest.mark.parametrize("server", ["uvicorn"], indirect=True)

@@ -42,6 +42,10 @@ class GatewaySettings:
     TOKEN_LAST_USED_INTERVAL_SECONDS: int = 60
     ASYNC_ENDPOINT: bool | None = None
     SSE_KEEPALIVE_SECONDS: float = 15.0
+    MAX_LISTENERS_PER_TENANT: int = 100
+    """Open change streams (GET / ``subscriptions/listen``) per tenant and process."""
+    MAX_LISTENERS_PER_PROCESS: int = 1000
+    """Open change streams per process, all tenants."""
     REQUEST_STATE_TTL_SECONDS: float = 600.0
     AUDIT_CALLS: bool = True
     SIGNAL_BEARER_FAILURES: bool = True

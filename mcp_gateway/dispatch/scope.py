@@ -25,6 +25,8 @@ class CallScope:
     log_sink: LogSink | None = None
     record: CallRecord | None = None
     """Filled in for a ``tools/call``; the endpoint writes it to the audit log."""
+    listens: bool = False
+    """The endpoint streams change notifications (ASGI): ``tools.listChanged``."""
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ from mcp.server import Server
 from mcp.server.caching import CacheHint, apply_cache_hint
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.models import InitializationOptions
 from mcp.server.runner import serve_one
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
@@ -63,7 +65,7 @@ async def serve(
     if not route.modern:
         params = negotiable(method, params)
     return await serve_one(
-        sdk_server(gateway_settings().SERVER_NAME),
+        sdk_server(gateway_settings().SERVER_NAME, listens=scope.listens),
         dctx,
         method,
         params,
@@ -72,20 +74,49 @@ async def serve(
     )
 
 
-@functools.lru_cache(maxsize=4)
-def sdk_server(name: str) -> Server[Any]:
+@functools.lru_cache(maxsize=8)
+def sdk_server(name: str, *, listens: bool = False) -> Server[Any]:
+    """The SDK server; ``listens``: the endpoint streams change notifications
+    (ASGI), so ``tools.listChanged`` is advertised on every era."""
+    handlers: dict[str, Any] = {}
+    if listens:  # the stream itself is endpoint.listen's; this only advertises
+        handlers["on_subscriptions_listen"] = _listen_elsewhere
     with warnings.catch_warnings():
         # Logging is deprecated at 2026-07-28 but still served on 2025 wires.
         warnings.simplefilter("ignore", MCPDeprecationWarning)
-        server: Server[Any] = Server(
+        server: Server[Any] = (_ListeningServer if listens else Server)(
             name,
             version=_package_version(),
             on_list_tools=_list_tools,
             on_call_tool=_call_tool,
             on_set_logging_level=_set_logging_level,
+            **handlers,
         )
     server.middleware = [request_state.Boundary(name)]
     return server
+
+
+class _ListeningServer(Server[Any]):
+    """Advertises ``tools.listChanged`` in the 2025 eras' ``initialize``."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+async def _listen_elsewhere(
+    ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams
+) -> types.SubscriptionsListenResult:
+    """Never reached: the endpoint serves ``subscriptions/listen`` itself."""
+    raise MCPError(types.METHOD_NOT_FOUND, "Method not found")
 
 
 def _package_version() -> str:

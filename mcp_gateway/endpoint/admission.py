@@ -47,15 +47,8 @@ def admit(
     A refusal for an unknown tenant is always 404, whichever check failed
     first after the target check, as the order of checks requires.
     """
-    if (refusal := _check_auth_mode()) is not None:
-        return refusal
     lookup = TenantLookup(slug)
-    prefix = get_script_prefix()
-    path = _endpoint_path(prefix, get_urlconf() or settings.ROOT_URLCONF, slug)
-    refusal = _check_origin(request, lookup) or boundary.check_target(
-        request, path, prefix
-    )
-    if refusal is not None:
+    if (refusal := _check_route(request, slug, lookup)) is not None:
         return refusal
     refusal = (
         boundary.check_method(request)
@@ -84,6 +77,31 @@ def _notified(tenant: Tenant, principal: Principal, message: jsonrpc.Message) ->
     (``cancellation``); every other one is accepted and dropped."""
     if message.payload.get("method") == CANCELLED:
         cancellation.relay(tenant.pk, principal, message.payload.get("params"))
+
+
+def admit_stream(
+    request: HttpRequest, slug: str
+) -> tuple[Tenant, Principal] | HttpResponse:
+    """The checks of a GET that opens a change stream: ``admit``'s, less the
+    method and the body (``endpoint.listen``, under ASGI only)."""
+    lookup = TenantLookup(slug)
+    if (refusal := _check_route(request, slug, lookup)) is not None:
+        return refusal
+    if (refusal := boundary.check_authorization_syntax(request)) is not None:
+        return _not_found() if lookup.missing else refusal
+    return _authenticate(request, lookup)
+
+
+def _check_route(
+    request: HttpRequest, slug: str, lookup: TenantLookup
+) -> HttpResponse | None:
+    if (refusal := _check_auth_mode()) is not None:
+        return refusal
+    prefix = get_script_prefix()
+    path = _endpoint_path(prefix, get_urlconf() or settings.ROOT_URLCONF, slug)
+    return _check_origin(request, lookup) or boundary.check_target(
+        request, path, prefix
+    )
 
 
 @functools.lru_cache(maxsize=4096)

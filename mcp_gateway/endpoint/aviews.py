@@ -19,6 +19,7 @@ nothing more is sent.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Awaitable
 
@@ -35,9 +36,9 @@ from django.views.decorators.csrf import csrf_exempt
 from mcp_gateway import jsonrpc
 from mcp_gateway.audit import log as audit
 from mcp_gateway.conf import gateway_settings
-from mcp_gateway.dispatch.core import ahandle
+from mcp_gateway.dispatch.core import ahandle, prepare
 from mcp_gateway.dispatch.scope import CallScope, Outcome
-from mcp_gateway.endpoint import boundary, sse
+from mcp_gateway.endpoint import boundary, listen, sse
 from mcp_gateway.endpoint.admission import admit, call_scope
 from mcp_gateway.endpoint.streaming import Channel
 from mcp_gateway.endpoint.views import response_of
@@ -49,6 +50,8 @@ Admitted = tuple[CallScope, jsonrpc.Message]
 
 @csrf_exempt  # bearer tokens only: no cookie ever authenticates this view
 async def aendpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
+    if listen.wants_stream(request):
+        return await listen.standalone(request, slug)
     try:
         admitted = await sync_to_async(_admit_and_scope)(request, slug)
     except DatabaseError:
@@ -57,6 +60,8 @@ async def aendpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
     if isinstance(admitted, HttpResponse):
         return admitted
     scope, message = admitted
+    if message.payload["method"] == listen.LISTEN:
+        return await _listen(request, scope, message)
     if _streamable(request, message):
         return await _answer_streaming(scope, message)
     try:
@@ -75,6 +80,20 @@ async def audited(answering: Awaitable[Outcome], scope: CallScope) -> Outcome:
             await audit.arecord_call(scope.record, scope.tenant, scope.principal)
 
 
+async def _listen(
+    request: HttpRequest, scope: CallScope, message: jsonrpc.Message
+) -> HttpResponseBase:
+    """``subscriptions/listen``: a stream on 2026-07-28, the SDK's answer else."""
+    step = prepare(message.payload, scope)
+    if isinstance(step, Outcome):
+        return response_of(step)
+    if not step.route.modern:
+        return response_of(await ahandle(message.payload, scope))
+    return await listen.subscribe(
+        request, scope.tenant, scope.principal, message, step.route.version
+    )
+
+
 def _admit_and_scope(request: HttpRequest, slug: str) -> Admitted | HttpResponse:
     request.get_host()  # DisallowedHost -> 400 before anything else
     admitted = admit(request, slug)
@@ -86,7 +105,9 @@ def _admit_and_scope(request: HttpRequest, slug: str) -> Admitted | HttpResponse
     except DatabaseError:
         logger.exception("Database unavailable while serving tenant %r", slug)
         return boundary.unavailable(message.id)
-    return scope if isinstance(scope, HttpResponse) else (scope, message)
+    if isinstance(scope, HttpResponse):
+        return scope
+    return dataclasses.replace(scope, listens=True), message
 
 
 def _streamable(request: HttpRequest, message: jsonrpc.Message) -> bool:

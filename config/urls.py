@@ -10,6 +10,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("api/", include("mcp_gateway.api.urls")),
     path("", include("mcp_gateway.urls.well_known")),
     path("metrics", include("mcp_gateway.urls.metrics")),
+    path("", include("mcp_gateway.urls.health")),
 ]
 # Static files only when DEBUG (the browser tests' live server); [] otherwise.
 urlpatterns += staticfiles_urlpatterns()

@@ -8,8 +8,7 @@ publishes nothing):
 - a user deactivated (``is_active`` turned off), deleted, or its groups
   changed (either side of the many-to-many, or a group deleted);
 - a membership deleted, or its role (or tenant, or user) changed;
-- a tenant disabled, enabled, deleted or otherwise saved (its limits,
-  origins and audit settings travel with every kept principal).
+- a tenant disabled, enabled or deleted.
 
 A token that merely expires publishes nothing: consumers compare its
 ``expires_at`` with the clock. ``QuerySet.update()`` and raw SQL send no
@@ -34,7 +33,7 @@ from django.db.models.signals import (
     pre_save,
 )
 
-from mcp_gateway import bookkeeping, bus, catalog, principals
+from mcp_gateway import bookkeeping, bus, catalog
 from mcp_gateway.bus import PrincipalChanged
 from mcp_gateway.bus import PrincipalKind as Kind
 from mcp_gateway.models import ApiToken, Membership, Tenant
@@ -77,14 +76,10 @@ def _token_saving(instance: ApiToken, raw: bool, **kwargs: Any) -> None:
 
 
 def _tenant_saving(instance: Tenant, raw: bool, **kwargs: Any) -> None:
-    if raw or instance._state.adding or instance.pk is None:
-        return
-    old = _stored(instance, ("is_active",), **kwargs)
+    old = None if raw else _stored(instance, ("is_active",), **kwargs)
     if old is not None and old["is_active"] != instance.is_active:
         kind = Kind.TENANT_ENABLED if instance.is_active else Kind.TENANT_DISABLED
-    else:  # kept principals carry the tenant's settings: limits, origins
-        kind = Kind.TENANT_CHANGED
-    _later(instance, PrincipalChanged(kind, tenant=instance.pk))
+        _later(instance, PrincipalChanged(kind, tenant=instance.pk))
 
 
 def _membership_saving(instance: Membership, raw: bool, **kwargs: Any) -> None:
@@ -112,11 +107,11 @@ def _user_saving(instance: models.Model, raw: bool, **kwargs: Any) -> None:
 
 def _saved(instance: models.Model, using: str, **kwargs: Any) -> None:
     for event in instance.__dict__.pop(PENDING, ()):
-        _publish(event, using)
+        bus.publish(event, using=using)
 
 
 def _deleted(instance: models.Model, using: str, **kwargs: Any) -> None:
-    _publish(_deletion(instance), using)
+    bus.publish(_deletion(instance), using=using)
 
 
 def _deletion(instance: models.Model) -> PrincipalChanged:
@@ -162,7 +157,7 @@ def _group_deleting(instance: Group, using: str, **kwargs: Any) -> None:
 def _publish_groups_changed(users: Iterable[Any], using: str) -> None:
     for user in users:
         event = PrincipalChanged(Kind.USER_GROUPS_CHANGED, user=_ref(user))
-        _publish(event, using)
+        bus.publish(event, using=using)
 
 
 def _members(group: Group, using: str) -> Iterable[Any]:
@@ -223,9 +218,3 @@ def _groups_through(user_model: type[models.Model]) -> Any:
     if not field.many_to_many or field.related_model is not Group:
         return None
     return getattr(user_model, "groups").through  # noqa: B009
-
-
-def _publish(event: PrincipalChanged, using: str) -> None:
-    """Forget in this process at once; every other one hears the bus."""
-    principals.forget(event)
-    bus.publish(event, using=using)

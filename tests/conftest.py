@@ -31,6 +31,17 @@ def _started_logging_done() -> None:
     catalog._started.set()
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None) -> Iterator[None]:
+    """pytest-django's, with this process's change bus stopped before the
+    test database is dropped: on PostgreSQL the bus LISTENs on a connection
+    of its own, which would keep the database in use."""
+    yield
+    from mcp_gateway import bus
+
+    bus.close()
+
+
 @pytest.fixture(autouse=True)
 def _forget_engine_secrets() -> Iterator[None]:
     """Each test starts with no secrets kept in the process."""

@@ -81,8 +81,13 @@ def committed(cluster: PostgresServer, event: bus.CatalogChanged) -> None:
 def test_listeners_resync_after_postgresql_restarts(own_database, tmp_path: Path):
     cluster, db_url = own_database
     tenant, secret = manage(db_url, "shell", "--command", SETUP).split()[-2:]
-    env = {"CACHE_URL": "locmemcache://", "MCP_SSE_KEEPALIVE_SECONDS": "1"}
-    with running("uvicorn", db_url, tmp_path, **env) as live:
+    with running(
+        "uvicorn",
+        db_url,
+        tmp_path,
+        CACHE_URL="locmemcache://",
+        MCP_SSE_KEEPALIVE_SECONDS="1",
+    ) as live:
         prime(live, secret)
         with (
             Stream(live, secret, modern=False) as old,

@@ -434,13 +434,14 @@ class Measured:
     by_worker: Counter[int] = field(default_factory=Counter)
     warm_by_worker: Counter[int] = field(default_factory=Counter)
     rss: dict[str, int] = field(default_factory=dict)
-    gauge: dict[str, float] = field(default_factory=dict)
+    gauge: dict[str, dict[str, float]] = field(default_factory=dict)
     sockets: dict[str, int] = field(default_factory=dict)
     commits: dict[str, list[int]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
 
-def open_stream_gauge(port: int) -> float:
+def open_stream_gauge(port: int) -> dict[str, float]:
+    """``mcp_gateway_open_streams``: the tenant's series, and every series."""
     with socket.create_connection((HOST, port), timeout=10) as sock:
         sock.sendall(
             f"GET /metrics HTTP/1.1\r\nHost: {HOST}\r\nConnection: close\r\n"
@@ -449,8 +450,12 @@ def open_stream_gauge(port: int) -> float:
         body = b""
         while data := sock.recv(65536):
             body += data
-    pattern = rf'^mcp_gateway_open_streams\{{tenant="{SLUG}"\}} ([0-9.e+-]+)$'
-    return sum(float(m) for m in re.findall(pattern, body.decode(), re.MULTILINE))
+    pattern = r'^mcp_gateway_open_streams\{tenant="([^"]*)"\} ([0-9.e+-]+)$'
+    series = re.findall(pattern, body.decode(), re.MULTILINE)
+    return {
+        SLUG: sum(float(v) for tenant, v in series if tenant == SLUG),
+        "all": sum(float(v) for _, v in series),
+    }
 
 
 def socket_count(port: int, workers: list[int]) -> int:
@@ -500,7 +505,7 @@ async def wait_back(out: Measured, port: int, workers: list[int]) -> None:
     while time.monotonic() < deadline:
         out.gauge["closed"] = open_stream_gauge(port)
         out.sockets["closed"] = socket_count(port, workers)
-        back = out.gauge["closed"] <= out.gauge["before"]
+        back = out.gauge["closed"]["all"] <= out.gauge["before"]["all"]
         if back and out.sockets["closed"] <= out.sockets["before"]:
             return
         await asyncio.sleep(0.2)
@@ -573,7 +578,7 @@ def check(out: Measured, seconds: float) -> dict[str, Any]:
         problems.append(f"a stream waited {figures['silence']:.2f} s in the burst")
     if figures["per_stream"][1] > figures["bound"]:
         problems.append(f"{figures['per_stream'][1]} notifications > coalescing")
-    if out.gauge.get("closed", 1) > out.gauge["before"]:
+    if out.gauge.get("closed", {"all": 1})["all"] > out.gauge["before"]["all"]:
         problems.append(f"open-stream gauge after closing: {out.gauge}")
     if out.sockets.get("closed", 1 << 30) > out.sockets["before"]:
         problems.append(f"worker sockets after closing: {out.sockets}")
@@ -620,8 +625,12 @@ def report(out: Measured, figures: dict[str, Any], options: argparse.Namespace) 
     print(f"{sockets['open']:>10}", end="")
     print(f"{out.sockets.get('closed', -1):>10}")
     gauge = out.gauge
-    print(f"{'mcp_gateway_open_streams':<36}{gauge['before']:>10.0f}{'':>10}", end="")
-    print(f"{gauge['open']:>10.0f}{gauge.get('closed', -1):>10.0f}")
+    for label, key in (
+        ("open_streams{tenant=live}", SLUG),
+        ("open_streams, every tenant", "all"),
+    ):
+        print(f"{label:<36}{gauge['before'][key]:>10.0f}{'':>10}", end="")
+        print(f"{gauge['open'][key]:>10.0f}{gauge['closed'][key]:>10.0f}")
     print()
     per_warm = (rss["open"] - rss["warm"]) / max(1, n - warm)
     per_all = (rss["open"] - rss["before"]) / n

@@ -18,7 +18,7 @@ from django.db import connection
 
 from mcp_gateway import bookkeeping, bus, tokens
 from mcp_gateway.models import Tenant
-from tests.http.listening import LIST_CHANGED, Stream
+from tests.http.listening import LIST_CHANGED, Stream, prime
 from tests.live.servers import Server
 from tests.mcp_gateway.bus.helpers import REDIS_URL, need_redis
 
@@ -26,7 +26,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 STREAMS = 16
 """Over the pool's 4 connections and the loop's default threads (6 here)."""
-SERVER_ENV = {"CACHE_URL": REDIS_URL, "MCP_MAX_LISTENERS_PER_TENANT": str(STREAMS)}
+SERVER_ENV = {
+    "CACHE_URL": REDIS_URL,
+    "MCP_MAX_LISTENERS_PER_TENANT": str(STREAMS + 1),  # the primer may linger
+}
 
 
 @pytest.fixture(autouse=True)
@@ -48,6 +51,7 @@ def test_streams_opened_at_once_all_answer_and_hear_a_change(server: Server) -> 
     tenant = Tenant.objects.create(slug="acme", name="Acme")
     bookkeeping.expose_many(tenant, ["demo.echo", "demo.add"])
     secret = tokens.issue(tenant, User.objects.create_user("alice")).secret
+    prime(server, secret)  # the bus listens: each list_changed is the change's
     streams = [Stream(server, secret, modern=i % 2 == 0) for i in range(STREAMS)]
     try:
         with ThreadPoolExecutor(STREAMS) as pool:

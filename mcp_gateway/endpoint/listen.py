@@ -24,9 +24,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import mcp_types as types
 from asgiref.sync import sync_to_async
@@ -49,6 +49,7 @@ from mcp_gateway.endpoint.admission import admit_stream
 from mcp_gateway.models import Tenant
 
 logger = logging.getLogger("mcp_gateway")
+_T = TypeVar("_T")
 
 LISTEN = "subscriptions/listen"
 TOOLS_CHANGED = "notifications/tools/list_changed"
@@ -112,7 +113,7 @@ def _notification(method: str, params: Mapping[str, Any] | None) -> dict[str, An
 async def standalone(request: HttpRequest, slug: str) -> HttpResponseBase:
     """GET on the mount: the 2025 eras' standalone SSE stream."""
     try:
-        admitted = await sync_to_async(_admit, thread_sensitive=False)(request, slug)
+        admitted = await _in_shared_thread(_admit, request, slug)
     except DatabaseError:
         logger.exception("Database unavailable while serving tenant %r", slug)
         return boundary.unavailable()
@@ -120,6 +121,22 @@ async def standalone(request: HttpRequest, slug: str) -> HttpResponseBase:
         return admitted
     tenant, principal = admitted
     return await _open(request, tenant, principal, Wire(), None)
+
+
+async def _in_shared_thread(function: Callable[..., _T], *args: Any) -> _T:
+    """``function`` on the loop's shared threads, handing the thread's database
+    connection back when it returns: a thread that kept one would hold it
+    from psycopg's pool (ASGI's default on PostgreSQL), and once the loop's
+    threads outnumber the pool's connections every other check would wait
+    for the pool's timeout."""
+
+    def run() -> _T:
+        try:
+            return function(*args)
+        finally:
+            close_old_connections()
+
+    return await sync_to_async(run, thread_sensitive=False)()
 
 
 def _admit(request: HttpRequest, slug: str) -> tuple[Tenant, Principal] | HttpResponse:
@@ -169,6 +186,10 @@ async def _open(
     wire: Wire,
     honored: Mapping[str, Any] | None,
 ) -> HttpResponseBase:
+    # The request's own thread (a POST's admission ran there) would keep its
+    # connection until the response ends, a stream's whole life: hand it back
+    # first, or streams opening at once hold the pool and wait on each other.
+    await sync_to_async(close_old_connections)()
     valid, user = await _averify(request, tenant)
     if not valid:
         return boundary.plain(401, "The credential is no longer valid.")
@@ -204,7 +225,7 @@ class _Check:
 
 async def _averify(request: HttpRequest, tenant: Tenant) -> tuple[bool, Any]:
     """``_verify`` on the loop's shared threads: a stream keeps no thread."""
-    return await sync_to_async(_verify, thread_sensitive=False)(request, tenant)
+    return await _in_shared_thread(_verify, request, tenant)
 
 
 def _verify(request: HttpRequest, tenant: Tenant) -> tuple[bool, Any]:

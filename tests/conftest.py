@@ -10,7 +10,7 @@ from cryptography.fernet import Fernet
 from django.contrib.auth.models import User
 
 from engines_app.registry import EngineRegistry, default_registry
-from mcp_gateway import tokens
+from mcp_gateway import principals, tokens
 from mcp_gateway.engine_secrets import store
 from mcp_gateway.models import Membership, Tenant
 from tests.engines import Downstream
@@ -46,8 +46,10 @@ def django_db_setup(django_db_setup: None) -> Iterator[None]:
 def _forget_engine_secrets() -> Iterator[None]:
     """Each test starts with no secrets kept in the process."""
     store.clear()
+    principals.clear()
     yield
     store.clear()
+    principals.clear()
 
 
 @pytest.fixture
@@ -106,3 +108,14 @@ def downstream() -> Iterator[Any]:
     default_registry.register(engine)
     yield engine
     default_registry.unregister(engine.id)
+
+
+def warm_principals() -> None:
+    """Subscribe the principal cache and wait for the bus's first Resync."""
+    import time
+
+    principals.listen()
+    deadline = time.monotonic() + 5
+    while not principals.listening() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert principals.listening()

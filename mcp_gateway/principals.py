@@ -8,21 +8,27 @@ between groups, a membership changed or removed, a tenant disabled, or the
 tenant's catalog changed (the kept tenant row carries the catalog version).
 A ``Resync`` (the bus missed events) forgets everything.
 
+Only a bus that crosses processes (PostgreSQL LISTEN/NOTIFY, Redis
+pub/sub; ``bus.cross_process()``) can say so for every process: with the
+in-process bus (SQLite, a local-memory cache) or the bus off nothing is
+kept, since another process on the same database, or a management command,
+changes rows this process would never hear about.
+
 An entry is trusted for at most ``PRINCIPAL_CACHE_SECONDS`` (the bound on
-staleness while the bus is down); 0 turns the cache off. Nothing new is
-kept while the bus is not listening (before its first ``Resync``, or during
-an outage), so a dead bus leaves only entries kept before it died, each
-gone within the bound. A token's expiry needs
-no event: the backend checks ``expires_at`` against the clock on every
-request, cached or not. Only the row is kept; the secret is still compared
-with the stored hash on every request.
+staleness while the bus is down, and for changes that publish nothing:
+``QuerySet.update()``, raw SQL); 0 turns the cache off. Nothing new is kept
+while the bus is not listening (before its first ``Resync``, or during an
+outage), so a dead bus leaves only entries kept before it died, each gone
+within the bound. A token's expiry needs no event: the backend compares the
+kept ``expires_at`` with the clock on every request. Only the row is kept;
+the secret is still compared with the stored hash on every request.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 
 from mcp_gateway import bus
@@ -32,7 +38,11 @@ from mcp_gateway.models import ApiToken
 CACHE_SIZE = 10_000
 """Principals kept per process; the least recently used goes first."""
 
+DROPS_KEPT = 1_000
+"""Recent drops remembered, to tell whether one concerned a row being read."""
+
 _Key = tuple[str, str]
+_Event = bus.PrincipalChanged | bus.CatalogChanged
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +55,9 @@ _kept: OrderedDict[_Key, _Kept] = OrderedDict()
 _lock = threading.Lock()
 _listening = threading.Lock()
 _generation = 0
+_drops: deque[tuple[int, _Event | None]] = deque(maxlen=DROPS_KEPT)
+"""(generation, event) of recent drops; ``None``: everything was dropped."""
 _subscriptions: list[bus.Subscription] = []
-_resynced: set[type] = set()
-"""The topics whose first ``Resync`` was delivered since subscribing."""
 
 
 def generation() -> int:
@@ -71,20 +81,35 @@ def get(prefix: str, slug: str) -> ApiToken | None:
 def keep(prefix: str, slug: str, token: ApiToken, since: int) -> None:
     """Keep ``token``, read after ``generation()`` returned ``since``.
 
-    A drop between the read and now means the row may be stale: not kept.
+    A drop since then that may concern the row means it may be stale: not
+    kept (a drop about another token, user or tenant does not matter).
+    Nothing is kept unless the bus crosses processes and listens.
     """
     seconds = gateway_settings().PRINCIPAL_CACHE_SECONDS
-    if seconds <= 0:
+    if seconds <= 0 or not bus.cross_process():
         return
     listen()
     if not listening():
         return
     with _lock:
-        if since != _generation:
+        if _dropped_since(since, token):
             return
         _kept[(prefix, slug)] = _Kept(token, time.monotonic() + seconds)
         while len(_kept) > CACHE_SIZE:
             _kept.popitem(last=False)
+
+
+def _dropped_since(since: int, token: ApiToken) -> bool:
+    """Whether a drop after generation ``since`` may concern ``token``."""
+    if since == _generation:
+        return False
+    if not _drops or _drops[0][0] > since + 1:
+        return True  # forgotten: assume it did
+    return any(
+        event is None or _about(event, token)
+        for generation, event in _drops
+        if generation > since
+    )
 
 
 def clear() -> None:
@@ -92,6 +117,7 @@ def clear() -> None:
     global _generation
     with _lock:
         _generation += 1
+        _drops.append((_generation, None))
         _kept.clear()
 
 
@@ -109,6 +135,7 @@ def _drop(event: bus.PrincipalChanged | bus.CatalogChanged) -> None:
     global _generation
     with _lock:
         _generation += 1
+        _drops.append((_generation, event))
         for key in [key for key, kept in _kept.items() if _about(event, kept.token)]:
             del _kept[key]
 
@@ -133,10 +160,10 @@ def _about(event: bus.PrincipalChanged | bus.CatalogChanged, token: ApiToken) ->
 
 def listening() -> bool:
     """Whether the bus delivers principal and catalog changes right now."""
+    # ``in_sync``: subscribed while the bus listened, or owed a ``Resync``
+    # that the bus is delivering (it clears what was kept meanwhile).
     subs = list(_subscriptions)
-    return bool(subs) and all(
-        sub.active and sub.in_sync and sub.topic in _resynced for sub in subs
-    )
+    return bool(subs) and all(sub.active and sub.in_sync for sub in subs)
 
 
 def listen() -> None:
@@ -148,7 +175,6 @@ def listen() -> None:
             return
         for sub in _subscriptions:
             sub.close()
-        _resynced.clear()
         _subscriptions[:] = [
             _subscribe(bus.PrincipalChanged),
             _subscribe(bus.CatalogChanged),
@@ -161,7 +187,6 @@ def _subscribe(
     def on_event(event: bus.PrincipalChanged | bus.CatalogChanged | bus.Resync) -> None:
         if isinstance(event, bus.Resync):
             clear()
-            _resynced.add(topic)
         else:
             _drop(event)
 

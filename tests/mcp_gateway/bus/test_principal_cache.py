@@ -1,4 +1,8 @@
-"""A kept principal is dropped by a bus event alone, as another process sends."""
+"""A kept principal is dropped by a bus event alone, as another process sends.
+
+Kept only over a bus that crosses processes (Redis here on SQLite, NOTIFY on
+PostgreSQL); the in-process bus keeps nothing.
+"""
 
 from __future__ import annotations
 
@@ -17,19 +21,12 @@ from tests.mcp_gateway.bus.helpers import eventually
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def local(settings, fresh_bus):
-    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "BUS": "local"}
-
-
 def test_an_event_from_another_process_drops_the_kept_token_within_a_second(
-    local, django_user_model
+    principal_cache, django_user_model
 ):
     tenant = Tenant.objects.create(slug="acme", name="Acme")
     user = django_user_model.objects.create_user("alice")
     issued = tokens.issue(tenant, user)
-    principals.listen()
-    eventually(principals.listening, "the cache listens")
     authenticate(None, bearer_token=issued.secret, tenant="acme")
     assert principals.get(issued.token.prefix, "acme") is not None
 
@@ -47,13 +44,11 @@ def test_an_event_from_another_process_drops_the_kept_token_within_a_second(
 
 
 def test_a_kept_principal_is_trusted_no_longer_than_the_bound(
-    local, settings, django_user_model
+    principal_cache, settings, django_user_model
 ):
     settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "PRINCIPAL_CACHE_SECONDS": 0.2}
     tenant = Tenant.objects.create(slug="acme", name="Acme")
     issued = tokens.issue(tenant, django_user_model.objects.create_user("alice"))
-    principals.listen()
-    eventually(principals.listening, "the cache listens")
     authenticate(None, bearer_token=issued.secret, tenant="acme")
     assert principals.get(issued.token.prefix, "acme") is not None
 
@@ -63,12 +58,10 @@ def test_a_kept_principal_is_trusted_no_longer_than_the_bound(
 
 
 def test_a_kept_token_that_expires_is_refused_without_an_event(
-    local, django_user_model
+    principal_cache, django_user_model
 ):
     tenant = Tenant.objects.create(slug="acme", name="Acme")
     issued = tokens.issue(tenant, django_user_model.objects.create_user("alice"))
-    principals.listen()
-    eventually(principals.listening, "the cache listens")
     assert authenticate(None, bearer_token=issued.secret, tenant="acme") is not None
     kept = principals.get(issued.token.prefix, "acme")
     assert kept is not None
@@ -76,3 +69,54 @@ def test_a_kept_token_that_expires_is_refused_without_an_event(
     kept.expires_at = timezone.now() - timedelta(seconds=1)  # its time came
 
     assert authenticate(None, bearer_token=issued.secret, tenant="acme") is None
+
+
+@pytest.mark.parametrize("backend", ["local", "off"])
+def test_a_bus_that_reaches_no_other_process_keeps_nothing(
+    principal_cache, settings, django_user_model, django_assert_num_queries, backend
+):
+    """Another process on the same SQLite file, or a management command,
+    would change the row unheard: each request reads it."""
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "BUS": backend}
+    tenant = Tenant.objects.create(slug="acme", name="Acme")
+    issued = tokens.issue(tenant, django_user_model.objects.create_user("alice"))
+    assert authenticate(None, bearer_token=issued.secret, tenant="acme") is not None
+
+    with django_assert_num_queries(1):  # the token's row, again
+        assert authenticate(None, bearer_token=issued.secret, tenant="acme")
+
+    assert principals.get(issued.token.prefix, "acme") is None
+
+
+@pytest.mark.parametrize(
+    ("revoked", "kept"), [("000000000000", True), (None, False)], ids=["other", "it"]
+)
+def test_a_row_read_while_a_change_lands_is_kept_unless_the_change_concerns_it(
+    principal_cache, django_user_model, revoked, kept
+):
+    """A drop between the read and the keep may make the row stale: only
+    one that concerns it (its token, user or tenant) stops it being kept."""
+    tenant = Tenant.objects.create(slug="acme", name="Acme")
+    issued = tokens.issue(tenant, django_user_model.objects.create_user("alice"))
+    prefix = issued.token.prefix
+    since = principals.generation()  # as the backend, before its read
+
+    principals.forget(
+        bus.PrincipalChanged(PrincipalKind.TOKEN_REVOKED, token=revoked or prefix)
+    )
+    principals.keep(prefix, "acme", issued.token, since)
+
+    assert (principals.get(prefix, "acme") is not None) is kept
+
+
+def test_the_cache_listens_again_on_a_bus_that_already_listens(principal_cache):
+    """Subscribed anew on a bus already listening (no ``Resync`` owed), as
+    after ``bus.close()`` once another subscriber restarted the bus."""
+    bus.close()  # ends the cache's subscriptions
+    assert not principals.listening()
+    with bus.subscribe(bus.CatalogChanged, lambda event: None):
+        eventually(lambda: bus.stats().listening, "the new bus listens")
+
+        principals.listen()
+
+        assert principals.listening()

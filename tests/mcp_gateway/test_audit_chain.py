@@ -19,7 +19,6 @@ from mcp_gateway import bookkeeping
 from mcp_gateway.audit.models import ChainHead, ExposureEvent, ToolCall
 from mcp_gateway.audit_chain import seal, verify
 from mcp_gateway.models import Tenant
-from tests.conftest import warm_principals
 from tests.rpc import post_rpc
 
 
@@ -257,11 +256,10 @@ def test_verify_of_an_unknown_tenant_is_an_error(db):
 
 
 def test_the_calls_own_audit_write_is_still_one_insert(
-    client, tenant, token, django_assert_num_queries
+    principal_cache, client, tenant, token, django_assert_num_queries
 ):
     bookkeeping.expose(tenant, "demo.echo")
     params: dict[str, Any] = {"name": "demo_echo", "arguments": {"text": "x"}}
-    warm_principals()
     post_rpc(client, token, "tools/call", params)
 
     with django_assert_num_queries(1) as captured:  # the insert (principal kept)

@@ -24,7 +24,6 @@ from mcp_gateway.engine_secrets import service, store
 from mcp_gateway.engine_secrets.keys import SecretKeyError
 from mcp_gateway.engine_secrets.models import EngineSecret
 from mcp_gateway.models import Tenant
-from tests.conftest import warm_principals
 from tests.rpc import post_rpc
 
 KEY = "sk-live-4f9d2c7e1b8a6035"
@@ -133,9 +132,8 @@ def test_a_missing_secret_answers_an_error_naming_it_and_runs_nothing(
 
 
 def test_a_warm_worker_reads_secrets_without_a_query(
-    client, token, with_secrets, django_assert_num_queries
+    principal_cache, client, token, with_secrets, django_assert_num_queries
 ):
-    warm_principals()
     call(client, token)  # cold: the keys are checked and the secrets read
 
     with django_assert_num_queries(1):  # the audit row (the principal is kept)

@@ -12,7 +12,6 @@ from mcp_gateway import bookkeeping, tokens
 from mcp_gateway.audit.models import ToolCall
 from mcp_gateway.catalog import clear_cache
 from mcp_gateway.models import ApiToken, Tenant
-from tests.conftest import warm_principals
 from tests.mcp_gateway.oauth_fixtures import idp, jwt_server
 from tests.rpc import post_rpc
 
@@ -20,14 +19,15 @@ __all__ = ["idp", "jwt_server"]
 
 
 @pytest.fixture
-def used_token(tenant: Tenant, issued_token: tokens.IssuedToken) -> str:
+def used_token(
+    principal_cache: None, tenant: Tenant, issued_token: tokens.IssuedToken
+) -> str:
     """A token used a moment ago, so this request does not record use."""
     ApiToken.objects.filter(pk=issued_token.token.pk).update(
         last_used_at=timezone.now()
     )
     bookkeeping.expose_many(tenant, ["demo.echo", "demo.add"])
     clear_cache()
-    warm_principals()
     return issued_token.secret
 
 
@@ -82,7 +82,7 @@ def test_a_change_makes_the_next_request_reread_the_tenant_and_catalog(
 
 
 def test_recording_token_use_is_the_one_extra_write(
-    client, issued_token, tenant, django_assert_num_queries
+    principal_cache, client, issued_token, tenant, django_assert_num_queries
 ):
     bookkeeping.expose(tenant, "demo.echo")
     ApiToken.objects.filter(pk=issued_token.token.pk).update(last_used_at=None)

@@ -9,7 +9,6 @@ from django.utils import timezone
 
 from mcp_gateway import credentials, tokens
 from mcp_gateway.models import ApiToken, Membership
-from tests.conftest import warm_principals
 
 
 def test_issue_shows_the_secret_once_and_stores_only_its_hash(issued_token):
@@ -188,10 +187,18 @@ def test_the_interval_is_a_setting(settings, tenant, issued_token, token):
     assert recorded > recently
 
 
-def test_a_successful_login_costs_no_query_when_kept_and_use_is_fresh(
+def test_a_successful_login_costs_one_query_when_use_is_fresh(
     tenant, token, django_assert_num_queries
 ):
-    warm_principals()
+    authenticate(None, bearer_token=token, tenant=tenant)
+
+    with django_assert_num_queries(1):
+        authenticate(None, bearer_token=token, tenant=tenant)
+
+
+def test_a_successful_login_costs_no_query_when_kept_and_use_is_fresh(
+    principal_cache, tenant, token, django_assert_num_queries
+):
     authenticate(None, bearer_token=token, tenant=tenant)
 
     with django_assert_num_queries(0):

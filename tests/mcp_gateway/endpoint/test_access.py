@@ -12,7 +12,6 @@ from django.utils import timezone
 from mcp_gateway import bookkeeping, tokens
 from mcp_gateway.catalog import clear_cache
 from mcp_gateway.models import ApiToken, Exposure, Tenant
-from tests.conftest import warm_principals
 from tests.mcp_gateway.oauth_fixtures import idp, jwt_server
 from tests.rpc import post_rpc
 
@@ -169,11 +168,10 @@ def warm(secret: str, client: Client) -> None:
 
 
 def test_group_names_are_read_only_when_a_tool_is_restricted(
-    client, tenant, django_assert_num_queries
+    principal_cache, client, tenant, django_assert_num_queries
 ):
     bookkeeping.expose_many(tenant, TOOLS)
     secret = issue(tenant, "olga")
-    warm_principals()
     warm(secret, client)
 
     with django_assert_num_queries(0):
@@ -181,10 +179,9 @@ def test_group_names_are_read_only_when_a_tool_is_restricted(
 
 
 def test_a_restricted_catalog_costs_one_query_for_the_users_groups(
-    client, tenant, staff_group, django_assert_num_queries
+    principal_cache, client, tenant, staff_group, django_assert_num_queries
 ):
     secret = issue(tenant, "ines", staff_group)
-    warm_principals()
     warm(secret, client)
 
     with django_assert_num_queries(1):

@@ -20,7 +20,6 @@ from mcp_gateway.audit.models import ToolCall
 from mcp_gateway.catalog import clear_cache
 from mcp_gateway.limits import quotas
 from mcp_gateway.models import ApiToken, Tenant
-from tests.conftest import warm_principals
 from tests.rpc import post_rpc
 
 
@@ -162,7 +161,7 @@ def test_a_dead_cache_follows_rate_limit_fail_open(settings, tenant):
 
 
 def test_a_quota_costs_no_query(
-    client, tenant, issued_token, django_assert_num_queries
+    principal_cache, client, tenant, issued_token, django_assert_num_queries
 ):
     ApiToken.objects.filter(pk=issued_token.token.pk).update(
         last_used_at=timezone.now()
@@ -170,7 +169,6 @@ def test_a_quota_costs_no_query(
     bookkeeping.expose(tenant, "demo.echo")
     quota(tenant, calls_per_day=100, token_calls_per_month=100)
     clear_cache()
-    warm_principals()
     echo(client, issued_token.secret)  # warms the catalog and the principal
 
     with django_assert_num_queries(1):  # the audit insert

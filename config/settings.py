@@ -185,6 +185,7 @@ MCP_GATEWAY = {
     # Fernet keys for engine secrets, comma-separated, newest first.
     "SECRET_KEYS": env.list("MCP_SECRET_KEYS", default=[]),
     "SECRETS_CACHE_SECONDS": env.float("MCP_SECRETS_CACHE_SECONDS", default=300.0),
+    "PRINCIPAL_CACHE_SECONDS": env.float("MCP_PRINCIPAL_CACHE_SECONDS", default=10.0),
     "AUDIT_STREAM": env.str("MCP_AUDIT_STREAM", default=""),
     "AUDIT_ANCHOR_KEY": env.str("MCP_AUDIT_ANCHOR_KEY", default=""),
 }

@@ -11,7 +11,7 @@ from django.db.models import Exists, OuterRef, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from mcp_gateway import credentials, tokens, users
+from mcp_gateway import credentials, principals, tokens, users
 from mcp_gateway.compiled import CompiledSelect
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.credentials import Credential
@@ -23,8 +23,11 @@ class ApiTokenBackend(BaseBackend):
 
     ``tenant`` is a Tenant or the slug of an active one. One query reads the
     token, its user, its tenant (with the catalog version) and whether the
-    user is a member. On success it grants a ``credentials.Credential``
-    (the token row, its tenant and scopes), so the view needs no other query.
+    user is a member; ``principals`` keeps that row until the bus says it
+    changed (or ``PRINCIPAL_CACHE_SECONDS`` pass), so a warm request asks
+    nothing. Secret, expiry, activity and membership are checked each time.
+    On success it grants a ``credentials.Credential`` (the token row, its
+    tenant and scopes), so the view needs no other query.
     """
 
     def authenticate(
@@ -71,8 +74,16 @@ _token = CompiledSelect(_token_query, "prefix", "slug")
 
 
 def _load(prefix: str, tenant: Tenant | str) -> ApiToken | None:
+    """The token row, from the process's principal cache when it is warm."""
     slug = tenant if isinstance(tenant, str) else tenant.slug
-    return _token.first(prefix=prefix, slug=slug)
+    token = principals.get(prefix, slug)
+    if token is not None:
+        return token
+    since = principals.generation()
+    token = _token.first(prefix=prefix, slug=slug)
+    if token is not None:
+        principals.keep(prefix, slug, token, since)
+    return token
 
 
 def _touch(token: ApiToken) -> None:

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from engines_app.errors import InvalidEngineError
 from engines_app.registry import EngineRegistry, default_registry, validate_engine
-from mcp_gateway import bus
+from mcp_gateway import bus, principals
 from mcp_gateway.audit import log as audit
 from mcp_gateway.conf import DRIFT_SERVE, gateway_settings
 from mcp_gateway.errors import (
@@ -464,7 +464,9 @@ def _lock(tenant: Tenant) -> None:
 def _bump(tenant: Tenant) -> None:
     Tenant.objects.filter(pk=tenant.pk).update(catalog_version=F("catalog_version") + 1)
     tenant.refresh_from_db(fields=["catalog_version"])
-    bus.publish(bus.CatalogChanged(tenant.pk, tenant.catalog_version))
+    changed = bus.CatalogChanged(tenant.pk, tenant.catalog_version)
+    principals.forget(changed)  # the kept tenant row holds the old version
+    bus.publish(changed)
 
 
 def _create(tenant: Tenant, engines: list[Any], by: Actor) -> list[Exposure]:

@@ -62,6 +62,9 @@ class GatewaySettings:
     SECRET_KEYS: tuple[str, ...] = ()
     """Fernet keys for engine secrets, newest first (the first encrypts)."""
     SECRETS_CACHE_SECONDS: float = 300.0
+    PRINCIPAL_CACHE_SECONDS: float = 10.0
+    """Longest a token's principal is trusted without the bus saying it
+    changed (the bound on staleness while the bus is down); 0: no cache."""
     AUDIT_STREAM: str = ""
     """Where sealing writes the audit as JSON lines: a file path, ``stdout``,
     or ``""`` (off)."""

@@ -8,7 +8,8 @@ publishes nothing):
 - a user deactivated (``is_active`` turned off), deleted, or its groups
   changed (either side of the many-to-many, or a group deleted);
 - a membership deleted, or its role (or tenant, or user) changed;
-- a tenant disabled, enabled or deleted.
+- a tenant disabled, enabled, deleted or otherwise saved (its limits,
+  origins and audit settings travel with every kept principal).
 
 A token that merely expires publishes nothing: consumers compare its
 ``expires_at`` with the clock. ``QuerySet.update()`` and raw SQL send no
@@ -33,7 +34,7 @@ from django.db.models.signals import (
     pre_save,
 )
 
-from mcp_gateway import bookkeeping, bus, catalog
+from mcp_gateway import bookkeeping, bus, catalog, principals
 from mcp_gateway.bus import PrincipalChanged
 from mcp_gateway.bus import PrincipalKind as Kind
 from mcp_gateway.models import ApiToken, Membership, Tenant
@@ -76,10 +77,14 @@ def _token_saving(instance: ApiToken, raw: bool, **kwargs: Any) -> None:
 
 
 def _tenant_saving(instance: Tenant, raw: bool, **kwargs: Any) -> None:
-    old = None if raw else _stored(instance, ("is_active",), **kwargs)
+    if raw or instance._state.adding or instance.pk is None:
+        return
+    old = _stored(instance, ("is_active",), **kwargs)
     if old is not None and old["is_active"] != instance.is_active:
         kind = Kind.TENANT_ENABLED if instance.is_active else Kind.TENANT_DISABLED
-        _later(instance, PrincipalChanged(kind, tenant=instance.pk))
+    else:  # kept principals carry the tenant's settings: limits, origins
+        kind = Kind.TENANT_CHANGED
+    _later(instance, PrincipalChanged(kind, tenant=instance.pk))
 
 
 def _membership_saving(instance: Membership, raw: bool, **kwargs: Any) -> None:
@@ -107,11 +112,11 @@ def _user_saving(instance: models.Model, raw: bool, **kwargs: Any) -> None:
 
 def _saved(instance: models.Model, using: str, **kwargs: Any) -> None:
     for event in instance.__dict__.pop(PENDING, ()):
-        bus.publish(event, using=using)
+        _publish(event, using)
 
 
 def _deleted(instance: models.Model, using: str, **kwargs: Any) -> None:
-    bus.publish(_deletion(instance), using=using)
+    _publish(_deletion(instance), using)
 
 
 def _deletion(instance: models.Model) -> PrincipalChanged:
@@ -157,7 +162,7 @@ def _group_deleting(instance: Group, using: str, **kwargs: Any) -> None:
 def _publish_groups_changed(users: Iterable[Any], using: str) -> None:
     for user in users:
         event = PrincipalChanged(Kind.USER_GROUPS_CHANGED, user=_ref(user))
-        bus.publish(event, using=using)
+        _publish(event, using)
 
 
 def _members(group: Group, using: str) -> Iterable[Any]:
@@ -218,3 +223,9 @@ def _groups_through(user_model: type[models.Model]) -> Any:
     if not field.many_to_many or field.related_model is not Group:
         return None
     return getattr(user_model, "groups").through  # noqa: B009
+
+
+def _publish(event: PrincipalChanged, using: str) -> None:
+    """Forget in this process at once; every other one hears the bus."""
+    principals.forget(event)
+    bus.publish(event, using=using)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,7 +11,8 @@ from cryptography.fernet import Fernet
 from django.contrib.auth.models import User
 
 from engines_app.registry import EngineRegistry, default_registry
-from mcp_gateway import tokens
+from mcp_gateway import bus, principals, tokens
+from mcp_gateway.conf import GatewaySettings
 from mcp_gateway.engine_secrets import store
 from mcp_gateway.models import Membership, Tenant
 from tests.engines import Downstream
@@ -46,8 +48,10 @@ def django_db_setup(django_db_setup: None) -> Iterator[None]:
 def _forget_engine_secrets() -> Iterator[None]:
     """Each test starts with no secrets kept in the process."""
     store.clear()
+    principals.clear()
     yield
     store.clear()
+    principals.clear()
 
 
 @pytest.fixture
@@ -106,3 +110,46 @@ def downstream() -> Iterator[Any]:
     default_registry.register(engine)
     yield engine
     default_registry.unregister(engine.id)
+
+
+@pytest.fixture(autouse=True)
+def _no_principal_cache(settings: Any) -> None:
+    """No principal kept unless a test asks (``principal_cache``).
+
+    The cache keeps a row only once its bus listens, which happens a moment
+    after the first request: left on, a test counting queries would depend
+    on that moment (on PostgreSQL, whose bus crosses processes; the
+    in-process bus of SQLite keeps nothing anyway).
+    """
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "PRINCIPAL_CACHE_SECONDS": 0}
+
+
+@pytest.fixture
+def principal_cache(settings: Any) -> None:
+    """The principal cache on, over a bus that crosses processes, listening.
+
+    PostgreSQL's own NOTIFY, or Redis on SQLite (under a key prefix of this
+    test's own); returns once the cache heard the bus's first ``Resync``.
+    """
+    from django.db import connection
+
+    from tests.mcp_gateway.bus.helpers import REDIS_URL, eventually, need_redis
+
+    settings.MCP_GATEWAY = {
+        **settings.MCP_GATEWAY,
+        "PRINCIPAL_CACHE_SECONDS": GatewaySettings.PRINCIPAL_CACHE_SECONDS,
+    }
+    if connection.vendor != "postgresql":
+        need_redis()
+        settings.CACHES = {
+            **settings.CACHES,
+            "default": {
+                "BACKEND": "django.core.cache.backends.redis.RedisCache",
+                "LOCATION": REDIS_URL,
+                "KEY_PREFIX": f"principals-{secrets.token_hex(4)}",
+            },
+        }
+        settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "BUS": "redis"}
+    assert bus.cross_process()
+    principals.listen()
+    eventually(principals.listening, "the principal cache listens")

@@ -62,6 +62,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "mcp_gateway.tokens",
             "mcp_gateway.users",
             "mcp_gateway.bus",
+            "mcp_gateway.principals",
             "mcp_gateway.oauth",
             "mcp_gateway.backends",
         ),

@@ -99,6 +99,7 @@ __all__ = [
     "Subscription",
     "asend",
     "close",
+    "cross_process",
     "healthy",
     "process_id",
     "publish",
@@ -160,6 +161,19 @@ async def asend(
 def process_id() -> str:
     """This process's unguessable id: the address of its ``Message`` inbox."""
     return current().process_id
+
+
+def cross_process() -> bool:
+    """Whether a change published here reaches other processes and hosts.
+
+    True for PostgreSQL LISTEN/NOTIFY and Redis pub/sub; False for the
+    in-process bus (another process on the same SQLite file, or a
+    management command, is never heard) and for the bus switched off.
+    """
+    try:
+        return backends.chosen() in (backends.POSTGRESQL, backends.REDIS)
+    except ImproperlyConfigured:
+        return False
 
 
 def healthy() -> bool:

@@ -37,6 +37,7 @@ class PrincipalKind(enum.StrEnum):
     MEMBERSHIP_REMOVED = "membership_removed"
     TENANT_DISABLED = "tenant_disabled"
     TENANT_ENABLED = "tenant_enabled"
+    TENANT_CHANGED = "tenant_changed"  # its settings: limits, origins, audit
     TENANT_DELETED = "tenant_deleted"
 
 

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from mcp_gateway import bookkeeping, bus, tokens
 from mcp_gateway.endpoint import fanout
-from mcp_gateway.models import ApiToken, Tenant
+from mcp_gateway.models import Tenant
 from tests.http.listening import (
     LIST_CHANGED,
     Stream,
@@ -232,12 +232,22 @@ def test_the_stream_ends_when_its_principal_goes(server, tenant, alice, modern, 
 
 @pytest.mark.parametrize("server", ["uvicorn"], indirect=True)
 def test_the_stream_ends_within_a_keepalive_when_its_token_expires(
-    server, tenant, alice, modern
+    server, tenant, modern
 ):
-    with Stream(server, alice, modern=modern) as stream:
-        # An expiry publishes nothing: only the keep-alive's re-check sees it.
-        ApiToken.objects.update(expires_at=timezone.now())
-        assert stream.ended.wait(ENDED_SECONDS), "the stream outlived its token"
+    """A token that reaches its expiry publishes nothing: the keep-alive's
+    re-check compares the kept ``expires_at`` with the clock."""
+    user = User.objects.create_user("alice")
+    for expires_in in (3, 6, 12, 24):  # long enough to open on a busy machine
+        issued = tokens.issue(tenant, user, expires_in=expires_in)
+        with Stream(server, issued.secret, modern=modern) as stream:
+            if stream.status != 200:
+                continue  # expired before the stream opened: a longer one
+            ended = stream.ended.wait(expires_in + ENDED_SECONDS)
+            assert ended, "the stream outlived its token"
+            assert issued.token.expires_at is not None
+            assert timezone.now() >= issued.token.expires_at, "ended too early"
+            return
+    pytest.fail("no stream opened before its token expired")
 
 
 @pytest.mark.parametrize("server", ["uvicorn"], indirect=True)

@@ -256,13 +256,13 @@ def test_verify_of_an_unknown_tenant_is_an_error(db):
 
 
 def test_the_calls_own_audit_write_is_still_one_insert(
-    client, tenant, token, django_assert_num_queries
+    principal_cache, client, tenant, token, django_assert_num_queries
 ):
     bookkeeping.expose(tenant, "demo.echo")
     params: dict[str, Any] = {"name": "demo_echo", "arguments": {"text": "x"}}
     post_rpc(client, token, "tools/call", params)
 
-    with django_assert_num_queries(2) as captured:  # the token's query, the insert
+    with django_assert_num_queries(1) as captured:  # the insert (principal kept)
         post_rpc(client, token, "tools/call", params)
 
     assert [q["sql"].split()[0] for q in captured.captured_queries][-1] == "INSERT"

@@ -19,7 +19,9 @@ __all__ = ["idp", "jwt_server"]
 
 
 @pytest.fixture
-def used_token(tenant: Tenant, issued_token: tokens.IssuedToken) -> str:
+def used_token(
+    principal_cache: None, tenant: Tenant, issued_token: tokens.IssuedToken
+) -> str:
     """A token used a moment ago, so this request does not record use."""
     ApiToken.objects.filter(pk=issued_token.token.pk).update(
         last_used_at=timezone.now()
@@ -44,30 +46,30 @@ LIST: tuple[str, dict[str, Any]] = ("tools/list", {})
 
 @pytest.mark.parametrize(
     ("method", "params", "queries"),
-    [(*CALL, 2), (*LIST, 1)],
-    ids=["call-with-its-audit-insert", "list"],
+    [(*CALL, 1), (*LIST, 0)],
+    ids=["call-only-its-audit-insert", "list-nothing"],
 )
-def test_a_warm_request_costs_one_query_and_a_call_one_audit_insert(
+def test_a_warm_request_asks_nothing_and_a_call_writes_its_audit_row(
     client, used_token, django_assert_num_queries, method, params, queries
 ):
-    rpc(client, used_token, method, params)  # warms the catalog
+    rpc(client, used_token, method, params)  # warms the principal and catalog
 
     with django_assert_num_queries(queries) as captured:
         body = rpc(client, used_token, method, params)
 
     assert "result" in body
-    if queries == 2:
-        assert captured.captured_queries[1]["sql"].startswith("INSERT")
+    if queries == 1:
+        assert captured.captured_queries[0]["sql"].startswith("INSERT")
 
 
-def test_a_cold_catalog_costs_one_more_query(
+def test_a_cold_process_costs_the_token_query_and_the_catalog_query(
     client, used_token, django_assert_num_queries
 ):
     with django_assert_num_queries(2):
         rpc(client, used_token, *LIST)
 
 
-def test_a_change_makes_the_next_request_rebuild_the_catalog(
+def test_a_change_makes_the_next_request_reread_the_tenant_and_catalog(
     client, tenant, used_token, django_assert_num_queries
 ):
     rpc(client, used_token, *LIST)
@@ -80,25 +82,34 @@ def test_a_change_makes_the_next_request_rebuild_the_catalog(
 
 
 def test_recording_token_use_is_the_one_extra_write(
-    client, issued_token, tenant, django_assert_num_queries
+    principal_cache, client, issued_token, tenant, django_assert_num_queries
 ):
     bookkeeping.expose(tenant, "demo.echo")
-    rpc(client, issued_token.secret, *LIST)
     ApiToken.objects.filter(pk=issued_token.token.pk).update(last_used_at=None)
 
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(3):  # the token, the catalog, the use
         rpc(client, issued_token.secret, *LIST)
+    with django_assert_num_queries(0):
+        rpc(client, issued_token.secret, *LIST)
+
+
+def test_with_the_principal_cache_off_a_warm_list_costs_the_token_query(
+    client, used_token, django_assert_num_queries, settings
+):
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "PRINCIPAL_CACHE_SECONDS": 0}
+    rpc(client, used_token, *LIST)
+
     with django_assert_num_queries(1):
-        rpc(client, issued_token.secret, *LIST)
+        rpc(client, used_token, *LIST)
 
 
-def test_with_the_audit_log_off_a_warm_call_costs_one_query(
+def test_with_the_audit_log_off_a_warm_call_asks_nothing(
     client, used_token, django_assert_num_queries, settings
 ):
     settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "AUDIT_CALLS": False}
     rpc(client, used_token, *CALL)  # warms the catalog
 
-    with django_assert_num_queries(1):
+    with django_assert_num_queries(0):
         body = rpc(client, used_token, *CALL)
 
     assert body["result"]["structuredContent"] == {"text": "hi"}
@@ -108,7 +119,7 @@ def test_with_the_audit_log_off_a_warm_call_costs_one_query(
 @pytest.mark.parametrize(
     ("method", "params", "queries"),
     [(*CALL, 3), (*LIST, 2)],
-    ids=["call-with-its-audit-insert", "list"],
+    ids=["call-with-its-audit-insert", "list-two"],
 )
 def test_oauth_costs_one_more_query_for_the_user_and_membership(
     client,

@@ -188,7 +188,8 @@ def test_deleting_a_membership_publishes_it(heard, tenant, member):
     ]
 
 
-def test_disabling_and_enabling_a_tenant_publish_and_renaming_does_not(heard, tenant):
+def test_disabling_enabling_and_changing_a_tenant_publish(heard, tenant):
+    """Kept principals carry the tenant row, so any saved change is news."""
     tenant.name = "Acme Corp"
     tenant.save()
     call_command("mcp_tenant", "disable", tenant.slug)
@@ -198,7 +199,9 @@ def test_disabling_and_enabling_a_tenant_publish_and_renaming_does_not(heard, te
     tenant.save(update_fields=["is_active"])
 
     assert heard() == [
+        PrincipalChanged(Kind.TENANT_CHANGED, tenant=tenant.pk),
         PrincipalChanged(Kind.TENANT_DISABLED, tenant=tenant.pk),
+        PrincipalChanged(Kind.TENANT_CHANGED, tenant=tenant.pk),
         PrincipalChanged(Kind.TENANT_ENABLED, tenant=tenant.pk),
     ]
 

@@ -196,6 +196,15 @@ def test_a_successful_login_costs_one_query_when_use_is_fresh(
         authenticate(None, bearer_token=token, tenant=tenant)
 
 
+def test_a_successful_login_costs_no_query_when_kept_and_use_is_fresh(
+    principal_cache, tenant, token, django_assert_num_queries
+):
+    authenticate(None, bearer_token=token, tenant=tenant)
+
+    with django_assert_num_queries(0):
+        authenticate(None, bearer_token=token, tenant=tenant)
+
+
 def test_revoke_by_prefix(issued_token):
     revoked = tokens.revoke(issued_token.token.prefix)
 

@@ -68,6 +68,14 @@ def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]
     return {k: after[k] - before[k] for k in after if after[k] != before[k]}
 
 
+def limit(tenant: Tenant, **limits: int | None) -> None:
+    """Set limits as the admin and the API do: a save, which publishes."""
+    stored = Tenant.objects.get(pk=tenant.pk)
+    for field, amount in limits.items():
+        setattr(stored, field, amount)
+    stored.save(update_fields=list(limits))
+
+
 def test_every_outcome_is_counted_as_the_audit_log_records_it(
     metrics_on, settings, client, tenant, member, token
 ):
@@ -95,10 +103,10 @@ def test_every_outcome_is_counted_as_the_audit_log_records_it(
     record.begin(9, {"name": "demo_slow"}, "2025-11-25")
     record.finish(callrecord.CANCELLED)  # as the ASGI view records a disconnect
     audit.record_call(record, tenant, Principal(tenant="acme", user="alice"))
-    Tenant.objects.filter(pk=tenant.pk).update(calls_per_minute=1)
+    limit(tenant, calls_per_minute=1)
     call(client, token, "demo_echo", text="limited")  # the window's one call
     call(client, token, "demo_echo", text="limited")
-    Tenant.objects.filter(pk=tenant.pk).update(calls_per_minute=None, calls_per_day=1)
+    limit(tenant, calls_per_minute=None, calls_per_day=1)
     call(client, token, "demo_echo", text="quota")  # the day's one call
     over = call(client, token, "demo_echo", text="quota")
 

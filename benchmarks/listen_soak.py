@@ -578,6 +578,9 @@ def check(out: Measured, seconds: float) -> dict[str, Any]:
         problems.append(f"a stream waited {figures['silence']:.2f} s in the burst")
     if figures["per_stream"][1] > figures["bound"]:
         problems.append(f"{figures['per_stream'][1]} notifications > coalescing")
+    opened = out.gauge.get("open", {"all": 0})["all"] - out.gauge["before"]["all"]
+    if opened != len(streams):
+        problems.append(f"open-stream gauge counts {opened:.0f} of {len(streams)}")
     if out.gauge.get("closed", {"all": 1})["all"] > out.gauge["before"]["all"]:
         problems.append(f"open-stream gauge after closing: {out.gauge}")
     if out.sockets.get("closed", 1 << 30) > out.sockets["before"]:

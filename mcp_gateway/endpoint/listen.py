@@ -47,6 +47,7 @@ from mcp_gateway.conf import AUTH_DISABLED, gateway_settings
 from mcp_gateway.endpoint import bearer, boundary, fanout, sse
 from mcp_gateway.endpoint.admission import admit_stream
 from mcp_gateway.models import Tenant
+from mcp_gateway.observability import observe
 
 logger = logging.getLogger("mcp_gateway")
 _T = TypeVar("_T")
@@ -200,7 +201,9 @@ async def _open(
         return boundary.error(429, jsonrpc.SERVER_ERROR, str(full), _id_of(wire))
     check = _Check(request, tenant)
     frames = _frames(listener, wire, honored, check, tenant.slug)
-    return StreamingHttpResponse(frames, headers=sse.HEADERS)
+    response = StreamingHttpResponse(frames, headers=sse.HEADERS)
+    setattr(response, observe.COUNTS_ITSELF, True)  # the hub counts it
+    return response
 
 
 def _id_of(wire: Wire) -> Any:

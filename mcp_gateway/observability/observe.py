@@ -33,6 +33,9 @@ from mcp_gateway.observability import metrics, tracing
 
 ATTRIBUTE = "_mcp_gateway_watch"
 VERSION_HEADER = "MCP-Protocol-Version"
+COUNTS_ITSELF = "mcp_gateway_counts_itself"
+"""Set true on a streaming response whose maker keeps the open-streams gauge
+itself (the change streams: their hub counts each one under its tenant)."""
 
 
 class Watch:
@@ -163,11 +166,12 @@ def _answered(
     if not response.streaming:
         _done(request, watch, status, _error_code(watch, response))
         return response
-    if watch.count:
+    count = watch.count and not getattr(response, COUNTS_ITSELF, False)
+    if count:
         metrics.stream_opened(tenant, 1)
 
     def closed() -> None:
-        if watch.count:
+        if count:
             metrics.stream_opened(tenant, -1)
         if watch.trace is not None:
             watch.trace.finish(status, None)

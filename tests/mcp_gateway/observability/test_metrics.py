@@ -313,6 +313,27 @@ def test_a_streamed_call_holds_an_open_stream_gauge_until_it_ends(metrics_on):
     assert value("mcp_gateway_open_streams", tenant="acme") == before
 
 
+def test_a_stream_that_counts_itself_is_not_counted_twice(metrics_on):
+    from django.http import StreamingHttpResponse
+    from django.test import RequestFactory
+
+    from mcp_gateway.observability.observe import COUNTS_ITSELF, Watch, _answered
+
+    request = RequestFactory().get("/t/acme/mcp")
+    watch = Watch("acme", True, None)
+    watch.tenant = "acme"
+    before = value("mcp_gateway_open_streams", tenant="acme")
+    stream = StreamingHttpResponse(iter([b"a"]))
+    setattr(stream, COUNTS_ITSELF, True)  # as a change stream's hub does
+
+    response = _answered(request, watch, stream)
+    during = value("mcp_gateway_open_streams", tenant="acme")
+    b"".join(response.streaming_content)  # type: ignore[attr-defined]
+
+    assert during == before
+    assert value("mcp_gateway_open_streams", tenant="acme") == before
+
+
 def test_idp_fetches_and_failures_are_counted(metrics_on, monkeypatch):
     from mcp_gateway.oauth import fetch, net
 

@@ -62,6 +62,7 @@ ANNOUNCE_AFTER_SECONDS = 0.05
 """How long a call runs before it is noted in the shared cache."""
 _NO_DEADLINE_SECONDS = 3600
 _SLACK_SECONDS = 5
+_LISTEN_SECONDS = 1.0
 
 
 _PENDING, _ANNOUNCING, _ANNOUNCED, _ENDED = (
@@ -240,12 +241,22 @@ def _withdraw(running: Running) -> None:
 
 
 def _subscribe() -> None:
-    """Listen for cancels once per bus (a new bus has a new process id)."""
+    """Listen for cancels once per bus (a new bus has a new process id).
+
+    A new subscription waits for the bus to listen (a second at most): a
+    call noted before that could be relayed a cancel the bus never hears.
+    """
     address = bus.process_id()
     with _lock:
-        if _subscribed and _subscribed[0][0] == address and _subscribed[0][1].active:
+        current = _subscribed[0] if _subscribed else None
+        if current is not None and current[0] == address and current[1].active:
             return
-        _subscribed[:] = [(address, bus.subscribe(bus.Message, _on_message))]
+        subscription = bus.subscribe(bus.Message, _on_message)
+        _subscribed[:] = [(address, subscription)]
+    waited = 0.0
+    while not subscription.in_sync and waited < _LISTEN_SECONDS:
+        time.sleep(0.01)
+        waited += 0.01
 
 
 def _on_message(event: bus.Message | bus.Resync) -> None:

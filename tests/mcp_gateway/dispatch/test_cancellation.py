@@ -80,6 +80,7 @@ def test_a_longer_call_is_noted_then_withdrawn():
     assert cancellation.running_count() == 0
 
 
+@pytest.mark.django_db(transaction=True)  # on PostgreSQL the bus is NOTIFY
 def test_a_noted_call_is_cancelled_through_the_relay():
     call = context()
     with cancellation.watching(7, ALICE, VERSION, "r2", call) as running:

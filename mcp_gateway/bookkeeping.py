@@ -327,6 +327,25 @@ def restrict(exposure: Exposure, groups: Iterable[Group]) -> Exposure:
     return exposure
 
 
+def require_confirmation(
+    exposure: Exposure, required: bool, *, by: Actor = None, via: str = VIA_CODE
+) -> Exposure:
+    """Mark the tool "requires confirmation" (or not): one event, one
+    catalog version bump; nothing when it is already so."""
+    with transaction.atomic():
+        _lock(exposure.tenant)
+        changed = Exposure.objects.filter(pk=exposure.pk).exclude(
+            requires_confirmation=required
+        )
+        if changed.update(requires_confirmation=required):
+            _bump(exposure.tenant)
+            audit.record_change(
+                exposure.tenant, "confirmation", [exposure.engine_id], by=by, via=via
+            )
+    exposure.requires_confirmation = required
+    return exposure
+
+
 def access_changed(tenant: Tenant) -> None:
     """Record a change to the tenant's access rules (authorization servers).
 

@@ -14,6 +14,7 @@ from django.urls import URLResolver, get_resolver
 from mcp_gateway.conf import (
     AUTH_DISABLED,
     AUTH_REQUIRED,
+    CALL_APPROVALS,
     DRIFT_POLICIES,
     auth_may_be_disabled,
     gateway_settings,
@@ -67,6 +68,16 @@ def check_settings(
                 f"MCP_GATEWAY['DRIFT_POLICY'] is {policy!r}.",
                 hint="Use 'hold' (a changed tool waits for approval) or 'serve'.",
                 id="mcp_gateway.E006",
+            )
+        )
+    approval = gateway_settings().CALL_APPROVAL
+    if approval not in CALL_APPROVALS:
+        errors.append(
+            checks.Error(
+                f"MCP_GATEWAY['CALL_APPROVAL'] is {approval!r}.",
+                hint="Use 'client' (the caller confirms) or 'staff' (staff "
+                "approve in the admin).",
+                id="mcp_gateway.E007",
             )
         )
     return errors

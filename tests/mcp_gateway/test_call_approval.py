@@ -24,7 +24,7 @@ from django.utils import timezone
 from demo.models import Note
 from mcp_gateway import bookkeeping, tokens
 from mcp_gateway.audit.models import ExposureEvent, ToolCall
-from mcp_gateway.models import CallApproval, Exposure, Membership, Tenant
+from mcp_gateway.models import ApiToken, CallApproval, Exposure, Membership, Tenant
 from tests.rpc import post_rpc
 
 MODERN = "2026-07-28"
@@ -446,3 +446,61 @@ def test_the_api_sets_and_shows_the_mark(staff, tenant):
             "engine_id", flat=True
         )
     ) == ["demo.add", "demo.echo"]
+
+
+# -- Queries, pinned exactly (a warm catalog, a token used a moment ago) ----------
+
+
+@pytest.fixture
+def warm(client: Client, token: str, exposed: Exposure, tenant: Tenant) -> str:
+    """demo.echo marked too; its catalog built; the token's use recorded."""
+    echo = Exposure.objects.get(tenant=tenant, engine_id="demo.echo")
+    bookkeeping.require_confirmation(echo, True)
+    ApiToken.objects.update(last_used_at=timezone.now())
+    call(client, token, "demo_echo", {"text": "warm"}, elicitation=False)
+    return token
+
+
+ECHO = {"text": "hi"}
+
+
+def test_the_question_costs_the_principal_and_its_audit_row(
+    client, warm, django_assert_num_queries
+):
+    with django_assert_num_queries(2) as captured:
+        result_of(call(client, warm, "demo_echo", ECHO))
+
+    assert captured.captured_queries[1]["sql"].startswith("INSERT")
+
+
+def test_the_confirmed_run_costs_one_more_insert_its_confirmation(
+    client, warm, django_assert_num_queries
+):
+    state = result_of(call(client, warm, "demo_echo", ECHO))["requestState"]
+
+    with django_assert_num_queries(3) as captured:
+        call(client, warm, "demo_echo", ECHO, inputResponses=ACCEPT, requestState=state)
+
+    assert [q["sql"].split()[0] for q in captured.captured_queries[1:]] == [
+        "INSERT",
+        "INSERT",
+    ]
+
+
+def test_parking_and_the_approved_run_cost_a_lookup_and_a_write(
+    client, warm, staff_mode, django_assert_num_queries
+):
+    with django_assert_num_queries(4):
+        call(client, warm, "demo_echo", ECHO)  # look up, park, audit
+    admin_decides(client, "approve_selected", CallApproval.objects.get())
+    ApiToken.objects.update(last_used_at=timezone.now())
+
+    with django_assert_num_queries(4) as captured:
+        ran = result_of(call(client, warm, "demo_echo", ECHO))  # look up, take, audit
+
+    assert ran["isError"] is False
+    assert [q["sql"].split()[0] for q in captured.captured_queries[1:]] == [
+        "SELECT",
+        "UPDATE",
+        "INSERT",
+    ]

@@ -25,7 +25,7 @@ class CallApprovalAdmin(ActionPermissions, admin.ModelAdmin[CallApproval]):
         "tenant",
         "user",
         "token_prefix",
-        "state",
+        "shown_state",
         "created_at",
         "expires_at",
         "decided_by",
@@ -48,6 +48,15 @@ class CallApprovalAdmin(ActionPermissions, admin.ModelAdmin[CallApproval]):
         "decided_by",
         "decided_at",
     )
+
+    @admin.display(description=_("State"), ordering="state")
+    def shown_state(self, obj: CallApproval) -> str:
+        """``pending`` past its expiry reads as expired: staff can no longer
+        decide it, and the caller's retry records the expiry."""
+        live = obj.state in (CallApproval.State.PENDING, CallApproval.State.APPROVED)
+        if live and obj.is_expired:
+            return str(_("expired"))
+        return str(obj.get_state_display())
 
     @admin.display(description=_("Arguments"))
     def shown_arguments(self, obj: CallApproval) -> SafeString:

@@ -20,6 +20,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import escape
 
 from demo.models import Note
 from mcp_gateway import bookkeeping, tokens
@@ -504,3 +505,39 @@ def test_parking_and_the_approved_run_cost_a_lookup_and_a_write(
         "UPDATE",
         "INSERT",
     ]
+
+
+def test_the_admin_lists_a_call_past_its_expiry_as_expired(
+    client, token, exposed, staff_mode
+):
+    tool_error(call(client, token))
+    tool_error(call(client, token, arguments={"title": "fresh"}))
+    CallApproval.objects.filter(arguments=ARGS).update(
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    client.force_login(User.objects.create_superuser("root"))
+
+    page = client.get(reverse("admin:mcp_gateway_callapproval_changelist"))
+    shown = [
+        row.split("</td>")[0]
+        for row in page.content.decode().split('<td class="field-shown_state">')[1:]
+    ]
+
+    assert page.status_code == 200
+    assert sorted(shown) == ["expired", "pending"]
+
+
+def test_the_approval_page_shows_staff_the_exact_arguments(
+    client, token, exposed, staff_mode
+):
+    tool_error(call(client, token, arguments={"title": "<b>x</b>", "body": "y"}))
+    parked = CallApproval.objects.get()
+    client.force_login(User.objects.create_superuser("root"))
+
+    page = client.get(
+        reverse("admin:mcp_gateway_callapproval_change", args=[parked.pk])
+    ).content.decode()
+
+    shown = json.dumps({"body": "y", "title": "<b>x</b>"}, indent=2)
+    assert escape(shown) in page
+    assert "<b>x</b>" not in page

@@ -94,22 +94,37 @@ async def check(
     if interaction.can_ask(ctx):
         return await _by_client(scope, entry, params, arguments)
     if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-        asked = ask_on_2025(ctx, scope, entry, arguments)
+        asked = await ask_on_2025(ctx, scope, entry, arguments)
         if isinstance(asked, Verdict):
             return asked
     return _refuse(scope, callrecord.UNCONFIRMED, CODE, NEEDS_CONFIRMATION)
 
 
-def ask_on_2025(
+async def ask_on_2025(
     ctx: ServerRequestContext[Any, Any],
     scope: CallScope,
     entry: CatalogEntry,
     arguments: Mapping[str, Any],
 ) -> Verdict | str:
-    """Ask the caller on a 2025 wire's back-channel: a :class:`Verdict`, or
-    :data:`UNAVAILABLE` where the deployment has no back-channel (today
-    always), so the call is refused, never run unconfirmed."""
+    """Ask the caller on a 2025 wire's back-channel, or :data:`UNAVAILABLE`
+    where the deployment has none (today always), so the call is refused,
+    never run unconfirmed.
+
+    A back-channel sends :func:`question`'s elicitation (its
+    ``inputRequests["confirm"]``; no ``requestState`` is needed on a live
+    channel) and returns :func:`answered` of the caller's reply.
+    """
     return UNAVAILABLE
+
+
+async def answered(scope: CallScope, answer: types.ElicitResult) -> Verdict:
+    """The verdict of the caller's answer to :func:`question`: run, with a
+    ``confirmed`` audit row first, or a ``DECLINED`` tool error."""
+    if answer.action != "accept" or (answer.content or {}).get("confirm") is not True:
+        message = "The call was not confirmed; the tool did not run."
+        return _refuse(scope, callrecord.DECLINED, DECLINED_CODE, message)
+    await _confirmed(scope)
+    return Verdict()
 
 
 # -- 2026-07-28: an InputRequiredResult the gateway itself asks ------------------
@@ -171,10 +186,9 @@ async def _by_client(
     answer = (params.input_responses or {}).get(CONFIRM_KEY)
     if not isinstance(answer, types.ElicitResult):
         raise _invalid("The retry must answer the elicitation it was asked.")
-    if answer.action != "accept" or (answer.content or {}).get("confirm") is not True:
-        message = "The call was not confirmed; the tool did not run."
-        return _refuse(scope, callrecord.DECLINED, DECLINED_CODE, message)
-    await _confirmed(scope)
+    verdict = await answered(scope, answer)
+    if verdict.answer is not None:
+        return verdict
     return Verdict(confirmed=claims)
 
 

@@ -15,6 +15,7 @@ from datetime import timedelta
 from typing import Any
 from unittest import mock
 
+import mcp_types as types
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -25,6 +26,7 @@ from django.utils.html import escape
 from demo.models import Note
 from mcp_gateway import bookkeeping, tokens
 from mcp_gateway.audit.models import ExposureEvent, ToolCall
+from mcp_gateway.dispatch import approval
 from mcp_gateway.models import ApiToken, CallApproval, Exposure, Membership, Tenant
 from tests.rpc import post_rpc
 
@@ -295,6 +297,34 @@ def test_on_a_2025_wire_without_a_back_channel_the_call_is_refused(
     assert error["message"].startswith("This tool needs confirmation")
     assert notes() == []
     assert outcomes() == ["unconfirmed"]
+
+
+@pytest.mark.parametrize(
+    ("action", "ran", "recorded"),
+    [("accept", ["groceries"], ["confirmed", "ok"]), ("decline", [], ["declined"])],
+)
+def test_a_back_channel_plugged_into_the_seam_decides_the_2025_call(
+    client, token, exposed, monkeypatch, action, ran, recorded
+):
+    """The contract a 2025 back-channel keeps: show :func:`question`, return
+    :func:`answered` of the reply."""
+    shown: list[str] = []
+
+    async def ask(ctx: Any, scope: Any, entry: Any, arguments: Any) -> Any:
+        asked = approval.question(scope, entry, arguments).model_dump(by_alias=True)
+        shown.append(asked["inputRequests"]["confirm"]["params"]["message"])
+        reply = types.ElicitResult.model_validate(
+            {"action": action, "content": {"confirm": True}}
+        )
+        return await approval.answered(scope, reply)
+
+    monkeypatch.setattr(approval, "ask_on_2025", ask)
+
+    call(client, token, version="2025-11-25")
+
+    assert notes() == ran
+    assert outcomes() == recorded
+    assert json.dumps(ARGS, indent=2) in shown[0]
 
 
 # -- CALL_APPROVAL = "staff": parked, approved in the admin, run once --------------

@@ -18,6 +18,7 @@ from unittest import mock
 import mcp_types as types
 import pytest
 from django.contrib.auth.models import User
+from django.core.cache import caches
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -268,6 +269,20 @@ def test_an_engine_that_asks_too_is_asked_after_the_gateway(client, token, expos
 
     assert done["structuredContent"] == {"id": note.pk, "deleted": True}
     assert not Note.objects.filter(pk=note.pk).exists()
+
+
+def test_the_question_gives_its_quota_unit_back(client, token, exposed, tenant):
+    caches["default"].clear()
+    Tenant.objects.filter(pk=tenant.pk).update(calls_per_day=1)
+    state = asked(client, token)
+
+    done = result_of(call(client, token, inputResponses=ACCEPT, requestState=state))
+    status, over = call(client, token)
+
+    assert done["isError"] is False
+    assert status == 429
+    assert over["error"]["data"]["code"] == "QUOTA"
+    assert notes() == ["groceries"]
 
 
 def test_a_tool_without_the_mark_runs_at_once(client, token, exposed):

@@ -17,6 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Case, When
 from django.utils import timezone
 
 from engines_app.context import Principal
@@ -51,7 +52,10 @@ def ttl() -> timedelta:
 def latest(
     tenant: Tenant, principal: Principal, tool_name: str, digest: str
 ) -> CallApproval | None:
-    """The newest parked call of this caller, tool and arguments."""
+    """The parked call of this caller, tool and arguments that decides the
+    retry: an approved one first (two calls parked at once may both be
+    pending, and staff approve either), else the newest."""
+    approved_first = Case(When(state=State.APPROVED, then=0), default=1)
     return (
         CallApproval.objects.filter(
             tenant=tenant,
@@ -60,7 +64,7 @@ def latest(
             tool_name=tool_name,
             arguments_hash=digest,
         )
-        .order_by("-created_at", "-pk")
+        .order_by(approved_first, "-created_at", "-pk")
         .first()
     )
 

@@ -408,6 +408,26 @@ def test_an_approval_is_for_its_arguments_and_caller_only(
     assert CallApproval.objects.filter(state="approved").count() == 1
 
 
+def test_of_two_calls_parked_at_once_staff_may_approve_either(
+    client, token, exposed, staff_mode
+):
+    tool_error(call(client, token))
+    first = CallApproval.objects.get()
+    CallApproval.objects.create(  # a second worker parked the same call
+        **{
+            f.name: getattr(first, f.name)
+            for f in CallApproval._meta.concrete_fields
+            if f.name not in ("id", "created_at")
+        }
+    )
+    admin_decides(client, "approve_selected", first)
+
+    ran = result_of(call(client, token))
+
+    assert ran["isError"] is False
+    assert notes() == ["groceries"]
+
+
 def test_a_denied_call_is_refused(client, token, exposed, staff_mode):
     tool_error(call(client, token))
     admin_decides(client, "deny_selected", CallApproval.objects.get())

@@ -416,7 +416,7 @@ def _check_distinct(slug: str, engines: Sequence[Any]) -> None:
         taken[name] = engine.id
 
 
-_SeedRow = tuple[int, str, str, str, str, Any, datetime]
+_SeedRow = tuple[int, str, str, str, str, Any, datetime, bool]
 _SEED_COLUMNS = (
     "tenant_id",
     "engine_id",
@@ -425,6 +425,7 @@ _SEED_COLUMNS = (
     "engine_version",
     "exposed_by_id",
     "created_at",
+    "requires_confirmation",
 )
 
 
@@ -435,7 +436,7 @@ def _seed_rows(
     actor_id = actor.pk if actor is not None else None
     for tenant in tenants:
         for engine_id, name, digest, version in columns:
-            yield (tenant.pk, engine_id, name, digest, version, actor_id, now)
+            yield (tenant.pk, engine_id, name, digest, version, actor_id, now, False)
 
 
 def _write_exposures(rows: Iterable[_SeedRow]) -> None:

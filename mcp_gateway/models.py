@@ -156,6 +156,7 @@ class Exposure(models.Model):
     requires_confirmation = models.BooleanField(
         _("requires confirmation"),
         default=False,
+        db_default=False,  # rows written by code that predates the column
         help_text=_(
             "The gateway asks before each call runs (the caller confirms the "
             "exact arguments, or staff approve the call under CALL_APPROVAL "

@@ -12,6 +12,7 @@ from django.db import DatabaseError, connections, router
 from django.urls import URLResolver, get_resolver
 
 from mcp_gateway.conf import (
+    AUDIT_DURABILITIES,
     AUTH_DISABLED,
     AUTH_REQUIRED,
     CALL_APPROVALS,
@@ -77,6 +78,17 @@ def check_settings(
                 f"MCP_GATEWAY['CALL_APPROVAL'] is {approval!r}.",
                 hint="Use 'client' (the caller confirms) or 'staff' (staff "
                 "approve in the admin).",
+                id="mcp_gateway.E008",
+            )
+        )
+    durability = gateway_settings().AUDIT_DURABILITY
+    if durability not in AUDIT_DURABILITIES:
+        errors.append(
+            checks.Error(
+                f"MCP_GATEWAY['AUDIT_DURABILITY'] is {durability!r}.",
+                hint="Use 'async' (committed before the answer, flushed to "
+                "disk within PostgreSQL's WAL writer delay) or 'durable' "
+                "(flushed to disk before the answer).",
                 id="mcp_gateway.E007",
             )
         )

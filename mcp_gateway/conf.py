@@ -19,6 +19,9 @@ DRIFT_POLICIES = (DRIFT_HOLD, DRIFT_SERVE)
 CALL_APPROVAL_CLIENT = "client"
 CALL_APPROVAL_STAFF = "staff"
 CALL_APPROVALS = (CALL_APPROVAL_CLIENT, CALL_APPROVAL_STAFF)
+AUDIT_DURABLE = "durable"
+AUDIT_ASYNC = "async"
+AUDIT_DURABILITIES = (AUDIT_DURABLE, AUDIT_ASYNC)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +54,9 @@ class GatewaySettings:
     """Open change streams per process, all tenants."""
     REQUEST_STATE_TTL_SECONDS: float = 600.0
     AUDIT_CALLS: bool = True
+    AUDIT_DURABILITY: str = AUDIT_ASYNC
+    """``"async"``: a call's audit row commits before the answer without
+    waiting for the disk (PostgreSQL); ``"durable"``: on disk before it."""
     SIGNAL_BEARER_FAILURES: bool = True
     BUS: str = "auto"
     BUS_DATABASE: str = "default"

@@ -606,3 +606,17 @@ def test_the_approval_page_shows_staff_the_exact_arguments(
     shown = json.dumps({"body": "y", "title": "<b>x</b>"}, indent=2)
     assert escape(shown) in page
     assert "<b>x</b>" not in page
+
+
+def test_setting_the_mark_again_changes_nothing(tenant):
+    exposure = bookkeeping.expose(tenant, "demo.echo")
+    bookkeeping.require_confirmation(exposure, True, via="api")
+    version = Tenant.objects.get().catalog_version
+
+    bookkeeping.require_confirmation(exposure, True, via="api")
+    bookkeeping.require_confirmation(exposure, False, via="api")
+
+    assert Tenant.objects.get().catalog_version == version + 1
+    changes = ExposureEvent.objects.filter(action="confirmation")
+    assert list(changes.values_list("via", flat=True)) == ["api", "api"]
+    assert Exposure.objects.get().requires_confirmation is False

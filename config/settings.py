@@ -182,6 +182,7 @@ MCP_GATEWAY = {
     # "hold": a tool whose definition changed is not served until staff
     # approve it again; "serve": served at once, flagged "changed".
     "DRIFT_POLICY": env.str("MCP_DRIFT_POLICY", default="hold"),
+    "CALL_APPROVAL": env.str("MCP_CALL_APPROVAL", default="client"),
     # Fernet keys for engine secrets, comma-separated, newest first.
     "SECRET_KEYS": env.list("MCP_SECRET_KEYS", default=[]),
     "SECRETS_CACHE_SECONDS": env.float("MCP_SECRETS_CACHE_SECONDS", default=300.0),

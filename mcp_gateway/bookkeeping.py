@@ -327,6 +327,25 @@ def restrict(exposure: Exposure, groups: Iterable[Group]) -> Exposure:
     return exposure
 
 
+def require_confirmation(
+    exposure: Exposure, required: bool, *, by: Actor = None, via: str = VIA_CODE
+) -> Exposure:
+    """Mark the tool "requires confirmation" (or not): one event, one
+    catalog version bump; nothing when it is already so."""
+    with transaction.atomic():
+        _lock(exposure.tenant)
+        changed = Exposure.objects.filter(pk=exposure.pk).exclude(
+            requires_confirmation=required
+        )
+        if changed.update(requires_confirmation=required):
+            _bump(exposure.tenant)
+            audit.record_change(
+                exposure.tenant, "confirmation", [exposure.engine_id], by=by, via=via
+            )
+    exposure.requires_confirmation = required
+    return exposure
+
+
 def access_changed(tenant: Tenant) -> None:
     """Record a change to the tenant's access rules (authorization servers).
 
@@ -397,7 +416,7 @@ def _check_distinct(slug: str, engines: Sequence[Any]) -> None:
         taken[name] = engine.id
 
 
-_SeedRow = tuple[int, str, str, str, str, Any, datetime]
+_SeedRow = tuple[int, str, str, str, str, Any, datetime, bool]
 _SEED_COLUMNS = (
     "tenant_id",
     "engine_id",
@@ -406,6 +425,7 @@ _SEED_COLUMNS = (
     "engine_version",
     "exposed_by_id",
     "created_at",
+    "requires_confirmation",
 )
 
 
@@ -416,7 +436,7 @@ def _seed_rows(
     actor_id = actor.pk if actor is not None else None
     for tenant in tenants:
         for engine_id, name, digest, version in columns:
-            yield (tenant.pk, engine_id, name, digest, version, actor_id, now)
+            yield (tenant.pk, engine_id, name, digest, version, actor_id, now, False)
 
 
 def _write_exposures(rows: Iterable[_SeedRow]) -> None:

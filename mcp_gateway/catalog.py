@@ -55,6 +55,9 @@ class CatalogEntry:
     tool: types.Tool
     groups: frozenset[str] = frozenset()
     """Names of the groups the tool is restricted to; empty: every member."""
+    confirm: bool = False
+    """Staff marked the exposure "requires confirmation": the gateway asks
+    before the engine runs (``dispatch.approval``)."""
 
     def visible_to(self, groups: frozenset[str]) -> bool:
         return not self.groups or not self.groups.isdisjoint(groups)
@@ -228,8 +231,8 @@ def build_catalog(tenant: Tenant, registry: EngineRegistry) -> Catalog:
     drifted: list[tuple[str, str]] = []
     hold = _holds()
     version, exposed = _exposed(tenant)
-    for engine_id, (approved, groups) in exposed.items():
-        entry = _entry(tenant, registry, engine_id, groups)
+    for engine_id, (approved, groups, confirm) in exposed.items():
+        entry = _entry(tenant, registry, engine_id, groups, confirm)
         if entry is None:
             continue
         installed = fingerprint(entry.engine)
@@ -245,10 +248,12 @@ def build_catalog(tenant: Tenant, registry: EngineRegistry) -> Catalog:
     )
 
 
-def _exposed(tenant: Tenant) -> tuple[int, dict[str, tuple[str, frozenset[str]]]]:
+def _exposed(
+    tenant: Tenant,
+) -> tuple[int, dict[str, tuple[str, frozenset[str], bool]]]:
     """The catalog version, and engine id → (approved fingerprint, names of
-    the groups it is restricted to): one statement, so all come from one
-    snapshot."""
+    the groups it is restricted to, requires confirmation): one statement,
+    so all come from one snapshot."""
     rows = list(
         Tenant.objects.filter(pk=tenant.pk)
         .order_by("exposures__engine_id")
@@ -257,31 +262,39 @@ def _exposed(tenant: Tenant) -> tuple[int, dict[str, tuple[str, frozenset[str]]]
             "exposures__engine_id",
             "exposures__fingerprint",
             "exposures__groups__name",
+            "exposures__requires_confirmation",
         )
     )
     version = rows[0][0] if rows else tenant.catalog_version
-    exposed: dict[str, tuple[str, set[str]]] = {}
-    for _, engine_id, approved, group in rows:
+    exposed: dict[str, tuple[str, set[str], bool]] = {}
+    for _, engine_id, approved, group, confirm in rows:
         if engine_id is None:
             continue  # no exposure at all: the one row only carries the version
-        _approved, names = exposed.setdefault(engine_id, (approved, set()))
+        _approved, names, _confirm = exposed.setdefault(
+            engine_id, (approved, set(), bool(confirm))
+        )
         if group is not None:
             names.add(group)
     return version, {
-        engine_id: (approved, frozenset(names))
-        for engine_id, (approved, names) in exposed.items()
+        engine_id: (approved, frozenset(names), confirm)
+        for engine_id, (approved, names, confirm) in exposed.items()
     }
 
 
 def _entry(
-    tenant: Tenant, registry: EngineRegistry, engine_id: str, groups: frozenset[str]
+    tenant: Tenant,
+    registry: EngineRegistry,
+    engine_id: str,
+    groups: frozenset[str],
+    confirm: bool = False,
 ) -> CatalogEntry | None:
     engine = registry.get(engine_id)
     if engine is None:
         return None  # stale: shown in the admin, never served
     try:
         validate_engine(engine)
-        return CatalogEntry(engine=engine, tool=build_tool(engine), groups=groups)
+        tool = build_tool(engine)
+        return CatalogEntry(engine=engine, tool=tool, groups=groups, confirm=confirm)
     except (InvalidEngineError, InvalidToolError) as exc:
         logger.error("Tenant %s: engine %r not served: %s", tenant, engine_id, exc)
         return None

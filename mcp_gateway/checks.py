@@ -15,6 +15,7 @@ from mcp_gateway.conf import (
     AUDIT_DURABILITIES,
     AUTH_DISABLED,
     AUTH_REQUIRED,
+    CALL_APPROVALS,
     DRIFT_POLICIES,
     auth_may_be_disabled,
     gateway_settings,
@@ -68,6 +69,16 @@ def check_settings(
                 f"MCP_GATEWAY['DRIFT_POLICY'] is {policy!r}.",
                 hint="Use 'hold' (a changed tool waits for approval) or 'serve'.",
                 id="mcp_gateway.E006",
+            )
+        )
+    approval = gateway_settings().CALL_APPROVAL
+    if approval not in CALL_APPROVALS:
+        errors.append(
+            checks.Error(
+                f"MCP_GATEWAY['CALL_APPROVAL'] is {approval!r}.",
+                hint="Use 'client' (the caller confirms) or 'staff' (staff "
+                "approve in the admin).",
+                id="mcp_gateway.E008",
             )
         )
     durability = gateway_settings().AUDIT_DURABILITY

@@ -16,6 +16,9 @@ AUTH_DISABLED = "dangerously-disabled-for-development"
 DRIFT_HOLD = "hold"
 DRIFT_SERVE = "serve"
 DRIFT_POLICIES = (DRIFT_HOLD, DRIFT_SERVE)
+CALL_APPROVAL_CLIENT = "client"
+CALL_APPROVAL_STAFF = "staff"
+CALL_APPROVALS = (CALL_APPROVAL_CLIENT, CALL_APPROVAL_STAFF)
 AUDIT_DURABLE = "durable"
 AUDIT_ASYNC = "async"
 AUDIT_DURABILITIES = (AUDIT_DURABLE, AUDIT_ASYNC)
@@ -59,6 +62,9 @@ class GatewaySettings:
     BUS_DATABASE: str = "default"
     METRICS_TOKEN: str = ""
     DRIFT_POLICY: str = DRIFT_HOLD
+    CALL_APPROVAL: str = CALL_APPROVAL_CLIENT
+    """Who confirms a call to a tool that requires confirmation: the caller
+    (``"client"``) or staff in the admin (``"staff"``)."""
     SECRET_KEYS: tuple[str, ...] = ()
     """Fernet keys for engine secrets, newest first (the first encrypts)."""
     SECRETS_CACHE_SECONDS: float = 300.0

@@ -113,7 +113,7 @@ class ExposureForm(forms.ModelForm[Exposure]):
 
     class Meta:
         model = Exposure
-        fields = ["tenant", "engine_id"]
+        fields = ["tenant", "engine_id", "requires_confirmation"]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

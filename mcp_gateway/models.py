@@ -153,6 +153,16 @@ class Exposure(models.Model):
     created_at = models.DateTimeField(
         _("exposed at"), default=timezone.now, editable=False
     )
+    requires_confirmation = models.BooleanField(
+        _("requires confirmation"),
+        default=False,
+        db_default=False,  # rows written by code that predates the column
+        help_text=_(
+            "The gateway asks before each call runs (the caller confirms the "
+            "exact arguments, or staff approve the call under CALL_APPROVAL "
+            '"staff"); a client that cannot be asked is refused.'
+        ),
+    )
     groups = models.ManyToManyField(
         Group,
         blank=True,
@@ -190,6 +200,86 @@ class InstalledEngine(Exposure):
         verbose_name = _("installed engine")
         verbose_name_plural = _("installed engines")
         default_permissions = ()
+
+
+class CallApproval(models.Model):
+    """A call to a tool that requires confirmation, parked for staff.
+
+    Under ``CALL_APPROVAL = "staff"`` the first call is refused and parked
+    here; staff approve or deny it; the caller's retry with the same
+    arguments (the same hash) before ``expires_at`` runs it once.
+    """
+
+    class State(models.TextChoices):
+        PENDING = "pending", _("pending")
+        APPROVED = "approved", _("approved")
+        DENIED = "denied", _("denied")
+        EXPIRED = "expired", _("expired")
+        USED = "used", _("used (the approved call ran)")
+
+    tenant = models.ForeignKey(
+        Tenant,
+        on_delete=models.CASCADE,
+        related_name="call_approvals",
+        verbose_name=_("tenant"),
+    )
+    user = models.CharField(_("user"), max_length=150, blank=True, editable=False)
+    token_prefix = models.CharField(
+        _("token prefix"), max_length=16, blank=True, editable=False
+    )
+    tool_name = models.CharField(_("tool name"), max_length=64, editable=False)
+    engine_id = models.CharField(_("engine"), max_length=200, editable=False)
+    arguments = models.JSONField(_("arguments"), editable=False)
+    arguments_hash = models.CharField(
+        _("arguments hash"), max_length=64, editable=False
+    )
+    state = models.CharField(
+        _("state"),
+        max_length=16,
+        choices=State,
+        default=State.PENDING,
+        editable=False,
+    )
+    created_at = models.DateTimeField(
+        _("asked at"), default=timezone.now, editable=False
+    )
+    expires_at = models.DateTimeField(_("expires"), editable=False)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        editable=False,
+        related_name="+",
+        verbose_name=_("decided by"),
+    )
+    decided_at = models.DateTimeField(
+        _("decided at"), null=True, blank=True, editable=False
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        verbose_name = _("call approval")
+        verbose_name_plural = _("call approvals")
+        indexes = [
+            models.Index(
+                fields=[
+                    "tenant",
+                    "user",
+                    "token_prefix",
+                    "tool_name",
+                    "arguments_hash",
+                ],
+                name="mcp_gateway_approval_call",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} by {self.user or '-'} ({self.state})"
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at <= timezone.now()
 
 
 class Membership(models.Model):

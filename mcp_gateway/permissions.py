@@ -105,6 +105,13 @@ API_ROUTES: tuple[ApiRoute, ...] = (
     ),
     ApiRoute("GET", f"{TENANT}exposures/{{engine_id}}/", "exposure", read("exposure")),
     ApiRoute(
+        "PATCH",
+        f"{TENANT}exposures/{{engine_id}}/",
+        "exposure",
+        write("change_exposure"),
+        "`requires_confirmation` only: the gateway asks before each call runs",
+    ),
+    ApiRoute(
         "DELETE",
         f"{TENANT}exposures/{{engine_id}}/",
         "exposure",
@@ -198,6 +205,21 @@ ADMIN_ACTIONS: tuple[AdminAction, ...] = (
         "Unexpose selected exposures",
         write("delete_exposure"),
         "unexposes (the engines stay installed)",
+    ),
+    AdminAction(
+        "callapproval",
+        "approve_selected",
+        "Approve selected calls",
+        write("change_callapproval"),
+        "pending, unexpired calls only; the caller's retry with the same "
+        "arguments then runs once",
+    ),
+    AdminAction(
+        "callapproval",
+        "deny_selected",
+        "Deny selected calls",
+        write("change_callapproval"),
+        "pending, unexpired calls only",
     ),
     AdminAction(
         "membership",

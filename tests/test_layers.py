@@ -75,6 +75,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "mcp_gateway.bookkeeping",
             "mcp_gateway.signals",
             "mcp_gateway.engine_secrets.service",
+            "mcp_gateway.call_approvals",
         ),
     ),
     ("dispatch", ("mcp_gateway.dispatch",)),

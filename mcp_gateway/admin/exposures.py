@@ -34,10 +34,11 @@ class ExposureAdmin(ActionPermissions, admin.ModelAdmin[Exposure]):
         "engine_version",
         "installed_version",
         "status",
+        "requires_confirmation",
         "exposed_by",
         "created_at",
     ]
-    list_filter = [StatusFilter, "tenant"]
+    list_filter = [StatusFilter, "requires_confirmation", "tenant"]
     search_fields = ["tool_name", "engine_id", "tenant__slug", "tenant__name"]
     list_select_related = ["tenant", "exposed_by"]
     autocomplete_fields = ["tenant"]
@@ -48,7 +49,7 @@ class ExposureAdmin(ActionPermissions, admin.ModelAdmin[Exposure]):
     delete_selected_confirmation_template = (
         "admin/mcp_gateway/exposure/delete_selected_confirmation.html"
     )
-    add_fields = ["tenant", "engine_id"]
+    add_fields = ["tenant", "engine_id", "requires_confirmation"]
     view_fields = [
         "tenant",
         "engine_id",
@@ -118,7 +119,9 @@ class ExposureAdmin(ActionPermissions, admin.ModelAdmin[Exposure]):
         return actions
 
     def get_fields(self, request: HttpRequest, obj: Exposure | None = None) -> Any:
-        return [*self.view_fields, "groups"] if obj else self.add_fields
+        if obj is None:
+            return self.add_fields
+        return [*self.view_fields, "requires_confirmation", "groups"]
 
     def get_readonly_fields(
         self, request: HttpRequest, obj: Exposure | None = None
@@ -152,10 +155,14 @@ class ExposureAdmin(ActionPermissions, admin.ModelAdmin[Exposure]):
         self, request: HttpRequest, obj: Exposure, form: Any, change: bool
     ) -> None:
         if change:
-            return  # only its groups change, in save_related
+            return  # only its groups and confirmation change, in save_related
         exposure = bookkeeping.expose(
             obj.tenant, obj.engine_id, by=request.user, via="admin"
         )
+        if obj.requires_confirmation:
+            bookkeeping.require_confirmation(
+                exposure, True, by=request.user, via="admin"
+            )
         obj.pk = exposure.pk
         obj.refresh_from_db()
 
@@ -163,7 +170,12 @@ class ExposureAdmin(ActionPermissions, admin.ModelAdmin[Exposure]):
         self, request: HttpRequest, form: Any, formsets: Any, change: bool
     ) -> None:
         if change:
-            bookkeeping.restrict(form.instance, form.cleaned_data["groups"])
+            exposure = form.instance
+            confirm = form.cleaned_data["requires_confirmation"]
+            bookkeeping.require_confirmation(
+                exposure, confirm, by=request.user, via="admin"
+            )
+            bookkeeping.restrict(exposure, form.cleaned_data["groups"])
 
     def response_delete(
         self, request: HttpRequest, obj_display: str, obj_id: Any

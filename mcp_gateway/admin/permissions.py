@@ -26,3 +26,6 @@ class ActionPermissions:
 
     def has_change_apitoken_permission(self, request: HttpRequest) -> bool:
         return permissions.has(request.user, "change_apitoken")
+
+    def has_change_callapproval_permission(self, request: HttpRequest) -> bool:
+        return permissions.has(request.user, "change_callapproval")

@@ -118,6 +118,12 @@ class ExposureSerializer(serializers.ModelSerializer[Exposure]):
         "schemas, hints), to compare with approved_definition; null when "
         "the engine is not installed."
     )
+    requires_confirmation = serializers.BooleanField(
+        required=False,
+        help_text="The gateway asks before each call runs: the caller confirms "
+        'the exact arguments, or staff approve the call (CALL_APPROVAL "staff"); '
+        "a client that cannot be asked is refused. Set it on POST or PATCH.",
+    )
 
     class Meta:
         model = Exposure
@@ -131,6 +137,7 @@ class ExposureSerializer(serializers.ModelSerializer[Exposure]):
             "approved_definition",
             "installed_fingerprint",
             "installed_definition",
+            "requires_confirmation",
             "exposed_by",
             "created_at",
         ]

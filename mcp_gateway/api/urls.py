@@ -101,7 +101,9 @@ urlpatterns = [
     ),
     path(
         f"{TENANT}exposures/<segment:engine_id>/",
-        views.ExposureViewSet.as_view({"get": "retrieve", "delete": "destroy"}),
+        views.ExposureViewSet.as_view(
+            {"get": "retrieve", "patch": "partial_update", "delete": "destroy"}
+        ),
         name="exposure",
     ),
     path(

@@ -94,10 +94,12 @@ class ExposureViewSet(
     mixins.ListModelMixin,
     mixins.CreateModelMixin,
     mixins.RetrieveModelMixin,
+    mixins.UpdateModelMixin,
     mixins.DestroyModelMixin,
     TenantScopedViewSet,
 ):
-    """POST exposes an engine, DELETE unexposes it: both via bookkeeping."""
+    """POST exposes an engine, DELETE unexposes it, PATCH changes whether it
+    requires confirmation: all via bookkeeping."""
 
     serializer_class = serializers.ExposureSerializer
     lookup_field = "engine_id"
@@ -108,6 +110,7 @@ class ExposureViewSet(
         "create": ("409",),
         "expose_all": ("409",),
         "retrieve": ("405",),
+        "partial_update": ("405",),
         "destroy": ("405",),
         "approve": ("400",),
     }
@@ -118,9 +121,18 @@ class ExposureViewSet(
     def perform_create(self, serializer: BaseSerializer[Exposure]) -> None:
         engine_id = serializer.validated_data["engine_id"]
         user = self.request.user
-        serializer.instance = bookkeeping.expose(
-            self.tenant, engine_id, by=user, via="api"
-        )
+        exposure = bookkeeping.expose(self.tenant, engine_id, by=user, via="api")
+        confirm = serializer.validated_data.get("requires_confirmation")
+        if confirm:
+            bookkeeping.require_confirmation(exposure, True, by=user, via="api")
+        serializer.instance = exposure
+
+    def perform_update(self, serializer: BaseSerializer[Exposure]) -> None:
+        exposure = serializer.instance
+        confirm = serializer.validated_data.get("requires_confirmation")
+        if exposure is not None and confirm is not None:
+            user = self.request.user
+            bookkeeping.require_confirmation(exposure, confirm, by=user, via="api")
 
     def perform_destroy(self, instance: Exposure) -> None:
         bookkeeping.unexpose(

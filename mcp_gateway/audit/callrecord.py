@@ -23,6 +23,11 @@ RATE_LIMITED = "rate_limited"
 CANCELLED = "cancelled"
 BUSY = "busy"
 QUOTA = "quota"
+AWAITING = "awaiting"
+CONFIRMED = "confirmed"
+DECLINED = "declined"
+EXPIRED = "expired"
+UNCONFIRMED = "unconfirmed"
 OUTCOMES = (
     OK,
     TOOL_ERROR,
@@ -34,6 +39,11 @@ OUTCOMES = (
     CANCELLED,
     BUSY,
     QUOTA,
+    AWAITING,
+    CONFIRMED,
+    DECLINED,
+    EXPIRED,
+    UNCONFIRMED,
 )
 
 _FAILURE_CODES = {

@@ -24,6 +24,11 @@ class Outcome(models.TextChoices):
     CANCELLED = "cancelled", _("cancelled")
     BUSY = "busy", _("busy (the tenant's concurrent calls at their cap)")
     QUOTA = "quota", _("over quota (the day's or month's calls used up)")
+    AWAITING = "awaiting", _("awaiting confirmation (asked, or parked for staff)")
+    CONFIRMED = "confirmed", _("confirmed (by the caller or staff; it then ran)")
+    DECLINED = "declined", _("declined (by the caller, or denied by staff)")
+    EXPIRED = "expired", _("confirmation expired")
+    UNCONFIRMED = "unconfirmed", _("refused: needs a confirmation none can give")
 
 
 class ToolCall(models.Model):
@@ -103,6 +108,9 @@ class ExposureEvent(models.Model):
         CLEAR = "clear", _("clear")
         APPROVE = "approve", _("approve")
         DRIFT = "drift", _("definition changed")
+        CONFIRMATION = "confirmation", _("requires confirmation changed")
+        APPROVE_CALL = "approve_call", _("approve a parked call")
+        DENY_CALL = "deny_call", _("deny a parked call")
 
     class Via(models.TextChoices):
         ADMIN = "admin", _("admin")

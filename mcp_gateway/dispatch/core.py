@@ -185,15 +185,18 @@ def select(
     with no params, or only ``_meta`` and a string ``cursor``; ``tools/call``
     of a tool in the catalog with params of only ``name``, an object
     ``arguments`` and ``_meta``, from a client that cannot be asked for input
-    (only the SDK seals ``requestState``).
+    (only the SDK seals ``requestState``), of a tool that needs no
+    confirmation (``approval``).
     """
     if method == "tools/list":
         return LIST if _plain_list(params) else None
     if method != "tools/call" or not _plain_call(params):
         return None
     entry = catalog.get(params["name"])
-    if entry is None or interaction.client_can_answer(
-        route.version, params.get("_meta")
+    if (
+        entry is None
+        or entry.confirm
+        or interaction.client_can_answer(route.version, params.get("_meta"))
     ):
         return None
     return entry

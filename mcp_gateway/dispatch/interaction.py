@@ -38,8 +38,11 @@ def client_can_answer(version: str, meta: Mapping[str, Any] | None) -> bool:
     return isinstance(capabilities, Mapping) and "elicitation" in capabilities
 
 
-def input_required(request: InputRequest) -> types.InputRequiredResult:
-    """Ask the client to fill the engine's form, then retry."""
+def input_required(
+    request: InputRequest, confirmed: Mapping[str, Any] | None = None
+) -> types.InputRequiredResult:
+    """Ask the client to fill the engine's form, then retry; ``confirmed``:
+    the gateway's confirmation of this call, carried to the next round."""
     schema: dict[str, Any] = {
         "type": "object",
         "properties": {name: dict(field) for name, field in request.fields.items()},
@@ -51,7 +54,10 @@ def input_required(request: InputRequest) -> types.InputRequiredResult:
             message=request.message, requested_schema=schema
         )
     )
-    state = json.dumps({"k": INPUT_KEY, "s": request.state}, separators=(",", ":"))
+    sealed: dict[str, Any] = {"k": INPUT_KEY, "s": request.state}
+    if confirmed is not None:
+        sealed["c"] = dict(confirmed)
+    state = json.dumps(sealed, separators=(",", ":"))
     return types.InputRequiredResult(
         input_requests={INPUT_KEY: elicit}, request_state=state
     )

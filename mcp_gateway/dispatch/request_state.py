@@ -8,11 +8,15 @@ an expiry and the principal. The key is derived with HMAC-SHA256 from
 ``SECRET_KEY`` (``SECRET_KEY_FALLBACKS`` still open older states), so every
 worker of every host verifies what any other minted. The principal binding
 is the tenant and the user, so a state is worthless at another tenant or to
-another user. A failed check is JSON-RPC -32602.
+another user. A failed check is JSON-RPC -32602; when the state was the
+gateway's own confirmation (``approval``) and it only ran out of time, the
+call's audit outcome says ``expired``.
 """
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,7 +28,9 @@ from mcp.server.request_state import (
     RequestStateSecurity,
     compact_json,
 )
+from mcp.shared.exceptions import MCPError
 
+from mcp_gateway.audit import callrecord
 from mcp_gateway.conf import gateway_settings
 
 _KEY_SALT = "mcp_gateway.request_state"
@@ -65,6 +71,7 @@ class Boundary:
             ttl=gateway_settings().REQUEST_STATE_TTL_SECONDS,
             bind_principal=bound_principal,
         )
+        self._security = security
         self._sdk = RequestStateBoundary(security, default_audience=server_name)
 
     async def __call__(
@@ -72,4 +79,29 @@ class Boundary:
     ) -> HandlerResult:
         if ctx.params is not None and not isinstance(ctx.params, Mapping):
             return await call_next(ctx)
-        return await self._sdk(ctx, call_next)
+        try:
+            return await self._sdk(ctx, call_next)
+        except MCPError:
+            if self._expired_confirmation(ctx):
+                _note_expired(ctx)
+            raise
+
+    def _expired_confirmation(self, ctx: ServerRequestContext[Any, Any]) -> bool:
+        """Whether the refused state is a confirmation past its expiry (one
+        this server sealed: the codec authenticates it)."""
+        wire = ctx.params.get("requestState") if ctx.params is not None else None
+        if ctx.method != "tools/call" or not isinstance(wire, str):
+            return False
+        try:
+            claims = json.loads(self._security.codec.unseal(wire))
+            inner = json.loads(claims["s"])
+            expired = not time.time() < claims["exp"]
+        except Exception:  # forged, foreign or malformed: merely invalid
+            return False
+        return bool(expired and isinstance(inner, dict) and "c" in inner)
+
+
+def _note_expired(ctx: ServerRequestContext[Any, Any]) -> None:
+    record = getattr(ctx.request, "record", None)
+    if isinstance(record, callrecord.CallRecord):
+        record.finish(callrecord.EXPIRED, "-32602")

@@ -31,7 +31,7 @@ from mcp_types import methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_gateway.conf import gateway_settings
-from mcp_gateway.dispatch import calls, interaction, request_state
+from mcp_gateway.dispatch import approval, calls, interaction, request_state
 from mcp_gateway.dispatch.era import Route, negotiable
 from mcp_gateway.dispatch.exchange import SingleExchangeContext
 from mcp_gateway.dispatch.scope import CallScope
@@ -158,8 +158,13 @@ async def _call_tool(
     if entry is None:
         raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
     arguments = params.arguments if params.arguments is not None else {}
-    context = calls.start(scope, entry, arguments, interaction.reply_of(params))
-    ask = interaction.input_required if interaction.can_ask(ctx) else None
+    verdict = await approval.check(ctx, scope, entry, params, arguments)
+    if verdict.answer is not None:
+        return verdict.answer
+    context = calls.start(scope, entry, arguments, verdict.reply)
+    ask = None
+    if interaction.can_ask(ctx):
+        ask = functools.partial(interaction.input_required, confirmed=verdict.confirmed)
     wire = (ctx.protocol_version, ctx.request_id)
     return await calls.arun(scope, entry, arguments, context, ask, wire=wire)
 

@@ -33,7 +33,17 @@ from typing import Any
 from django.core.cache import caches
 
 from engines_app.context import Principal
-from mcp_gateway.audit.callrecord import BUSY, DENIED, INVALID, QUOTA, RATE_LIMITED
+from mcp_gateway.audit.callrecord import (
+    AWAITING,
+    BUSY,
+    DECLINED,
+    DENIED,
+    EXPIRED,
+    INVALID,
+    QUOTA,
+    RATE_LIMITED,
+    UNCONFIRMED,
+)
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.limits import ratelimit
 from mcp_gateway.models import Tenant
@@ -43,7 +53,10 @@ MONTH = "month"
 CODE = "QUOTA"
 KEEP_SECONDS = 3600
 """A count outlives its period by this much (clocks of hosts drift)."""
-NOT_RUN = frozenset({INVALID, BUSY, DENIED, RATE_LIMITED, QUOTA})
+NOT_RUN = frozenset(
+    {INVALID, BUSY, DENIED, RATE_LIMITED, QUOTA}
+    | {AWAITING, DECLINED, EXPIRED, UNCONFIRMED}  # the gateway asked; none ran
+)
 """Outcomes of calls that ran no engine: their unit is given back."""
 
 

@@ -33,6 +33,7 @@ OPERATIONS = {
     ("get", "/api/tenants/{slug}/exposures/"),
     ("post", "/api/tenants/{slug}/exposures/"),
     ("get", "/api/tenants/{slug}/exposures/{engine_id}/"),
+    ("patch", "/api/tenants/{slug}/exposures/{engine_id}/"),
     ("delete", "/api/tenants/{slug}/exposures/{engine_id}/"),
     ("post", "/api/tenants/{slug}/exposures/expose-all/"),
     ("get", "/api/tenants/{slug}/tokens/"),

@@ -383,7 +383,7 @@ def test_stale_and_changed_exposures_are_flagged_and_filtered(
     }
 
 
-def test_exposure_page_shows_the_status_and_edits_only_groups(
+def test_exposure_page_shows_the_status_and_edits_only_confirmation_and_groups(
     admin_client, admin_tenant
 ):
     exposure = Exposure.objects.create(
@@ -394,7 +394,10 @@ def test_exposure_page_shows_the_status_and_edits_only_groups(
 
     assert response.status_code == 200
     assert "Stale (engine not installed)" in response.content.decode()
-    assert list(response.context["adminform"].form.fields) == ["groups"]
+    assert list(response.context["adminform"].form.fields) == [
+        "requires_confirmation",
+        "groups",
+    ]
 
 
 def test_approve_selected_asks_then_approves_changed_exposures(

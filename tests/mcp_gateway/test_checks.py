@@ -54,6 +54,19 @@ def test_an_unknown_auth_mode_is_e002(settings):
     assert ids(check_settings(None)) == ["mcp_gateway.E002"]
 
 
+def test_an_unknown_call_approval_is_e008(settings):
+    settings.MCP_GATEWAY = {"CALL_APPROVAL": "anyone"}
+
+    assert ids(check_settings(None)) == ["mcp_gateway.E008"]
+
+
+@pytest.mark.parametrize("mode", ["client", "staff"])
+def test_both_call_approvals_pass(settings, mode):
+    settings.MCP_GATEWAY = {"CALL_APPROVAL": mode}
+
+    assert ids(check_settings(None)) == []
+
+
 @pytest.mark.parametrize(
     ("debug", "hosts"),
     [

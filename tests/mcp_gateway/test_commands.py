@@ -211,6 +211,22 @@ def test_expose_exposes_the_named_engines(cmd_tenant):
     assert out == "Exposed 2 engines to 'acme': demo_echo, demo_add.\n"
 
 
+def test_expose_can_require_confirmation_and_engines_shows_it(cmd_tenant):
+    run("mcp_expose", "acme", "demo.echo", "--require-confirmation")
+    run("mcp_expose", "acme", "demo.add")
+
+    rows = json.loads(run("mcp_engines", "--tenant", "acme", "--json"))
+    table = run("mcp_engines", "--tenant", "acme").splitlines()
+
+    assert {r["id"]: r["requires_confirmation"] for r in rows} == {
+        "demo.add": False,
+        "demo.echo": True,
+    }
+    assert [line.split()[-1] for line in table[1:]] == ["no", "yes"]
+    event = ExposureEvent.objects.get(action="confirmation")
+    assert (event.engine_ids, event.via) == (["demo.echo"], "command")
+
+
 def test_expose_is_atomic_one_unknown_engine_exposes_none(cmd_tenant):
     with pytest.raises(CommandError, match="No engine with id 'nope' is installed"):
         run("mcp_expose", "acme", "demo.echo", "nope")
@@ -409,6 +425,7 @@ def test_engines_of_a_tenant_show_each_status(cmd_tenant, settings):
         "STATUS",
         "APPROVED",
         "INSTALLED",
+        "CONFIRM",
     ]
     assert any(
         line.split()[:3] == ["demo.add", "demo_add", "changed"]

@@ -21,12 +21,13 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from engines_app.context import Principal
 from engines_app.registry import default_registry
-from mcp_gateway import bookkeeping, permissions, tokens
+from mcp_gateway import bookkeeping, call_approvals, permissions, tokens
 from mcp_gateway.audit.models import ExposureEvent
 from mcp_gateway.engine_secrets import service
 from mcp_gateway.engine_secrets.models import EngineSecret
-from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
+from mcp_gateway.models import ApiToken, CallApproval, Exposure, Membership, Tenant
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "security.md"
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
@@ -78,6 +79,9 @@ def api_call(route: permissions.ApiRoute, world: World) -> Call:
         ("GET", "tenants/{slug}/exposures/{engine_id}/"): Call(
             f"{base}exposures/demo.echo/", 200
         ),
+        ("PATCH", "tenants/{slug}/exposures/{engine_id}/"): Call(
+            f"{base}exposures/demo.echo/", 200, {"requires_confirmation": True}
+        ),
         ("DELETE", "tenants/{slug}/exposures/{engine_id}/"): Call(
             f"{base}exposures/demo.echo/", 204
         ),
@@ -109,6 +113,7 @@ class World:
     exposure: Exposure
     membership: Membership
     secret: EngineSecret
+    parked: CallApproval
 
 
 @pytest.fixture
@@ -126,7 +131,11 @@ def world(db: None, secret_keys: list[str], downstream: Any) -> Iterator[World]:
     Exposure.objects.filter(pk=exposure.pk).update(fingerprint="old")
     issued = tokens.issue(tenant, alice)
     secret = service.set_secret(tenant, "test.downstream", "API_KEY", "k-123")
-    yield World(tenant, empty, issued.token, exposure, membership, secret)
+    principal = Principal(tenant.slug, "alice", issued.token.prefix)
+    parked = call_approvals.park(
+        tenant, principal, "demo_echo", "demo.echo", {"text": "hi"}, "0" * 64
+    )
+    yield World(tenant, empty, issued.token, exposure, membership, secret, parked)
     default_registry.register(engine)
 
 
@@ -134,7 +143,12 @@ def snapshot() -> dict[str, Any]:
     return {
         "tenants": list(Tenant.objects.values_list("slug", "name", "is_active")),
         "members": list(Membership.objects.values_list("tenant", "user", "role")),
-        "exposures": list(Exposure.objects.values_list("engine_id", "fingerprint")),
+        "exposures": list(
+            Exposure.objects.values_list(
+                "engine_id", "fingerprint", "requires_confirmation"
+            )
+        ),
+        "parked": list(CallApproval.objects.values_list("pk", "state")),
         "tokens": list(ApiToken.objects.values_list("prefix", "user", "revoked_at")),
         "events": ExposureEvent.objects.count(),
         "secrets": list(
@@ -286,6 +300,7 @@ def selected(action: permissions.AdminAction, world: World) -> list[int]:
         "membership": world.membership.pk,
         "apitoken": world.token.pk,
         "enginesecret": world.secret.pk,
+        "callapproval": world.parked.pk,
     }
     return [objects[action.model]]
 

@@ -1,5 +1,6 @@
 """``mcp_engines [--json] [--tenant SLUG]``: the installed engines, or one
-tenant's exposures with their status (live, held, changed, stale)."""
+tenant's exposures with their status (live, held, changed, stale) and
+whether each requires confirmation."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ class Command(BaseCommand):
             "--tenant",
             metavar="SLUG",
             help="List this tenant's exposures: status, approved and "
-            "installed version, fingerprints.",
+            "installed version, fingerprints, whether each requires confirmation.",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -86,13 +87,14 @@ class Command(BaseCommand):
                 "fingerprint": None
                 if state.engine is None
                 else fingerprint(state.engine),
+                "requires_confirmation": state.exposure.requires_confirmation,
             }
             for state in bookkeeping.states(tenant.exposures.all())
         ]
         if as_json:
             self.stdout.write(json.dumps(rows, indent=2))
             return
-        headers = ("ID", "TOOL NAME", "STATUS", "APPROVED", "INSTALLED")
+        headers = ("ID", "TOOL NAME", "STATUS", "APPROVED", "INSTALLED", "CONFIRM")
         self.stdout.write(
             table(
                 headers,
@@ -103,6 +105,7 @@ class Command(BaseCommand):
                         r["status"],
                         r["approved_version"],
                         r["installed_version"] or "-",
+                        "yes" if r["requires_confirmation"] else "no",
                     ]
                     for r in rows
                 ],

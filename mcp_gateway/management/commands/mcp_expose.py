@@ -1,4 +1,5 @@
-"""``mcp_expose SLUG ENGINE_ID [ENGINE_ID ...]`` or ``mcp_expose SLUG --all``."""
+"""``mcp_expose SLUG ENGINE_ID [ENGINE_ID ...]`` or ``mcp_expose SLUG --all``;
+``--require-confirmation`` marks the new exposures so."""
 
 from __future__ import annotations
 
@@ -19,6 +20,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--all", action="store_true", help="Expose every installed engine."
         )
+        parser.add_argument(
+            "--require-confirmation",
+            action="store_true",
+            help="The gateway asks before each call of these tools runs.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         slug, engine_ids = options["slug"], options["engine_ids"]
@@ -32,6 +38,9 @@ class Command(BaseCommand):
                 created, skipped = result.exposed, result.skipped
             else:
                 created = bookkeeping.expose_many(tenant, engine_ids, via="command")
+        if options["require_confirmation"]:
+            for exposure in created:
+                bookkeeping.require_confirmation(exposure, True, via="command")
         for skip in skipped:
             self.stderr.write(f"Skipped {skip.engine_id}: {skip.reason}")
         if options["all"] and not created and not skipped:

@@ -35,6 +35,11 @@ OUTCOMES = (
     "cancelled",
     "busy",
     "quota",
+    "awaiting",
+    "confirmed",
+    "declined",
+    "expired",
+    "unconfirmed",
 )
 
 

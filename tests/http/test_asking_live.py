@@ -52,8 +52,9 @@ def pair(
     request: pytest.FixtureRequest,
     django_db_setup: None,
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[Server, Server]]:
-    """The waiting server (uvicorn) and the answering one (uvicorn)."""
+) -> Iterator[tuple[Server, Server, Server]]:
+    """The waiting server (uvicorn), the answering one (uvicorn), and a
+    gunicorn one that answers too (WSGI relays answers, never asks)."""
     if request.param == "postgresql" and connection.vendor != "postgresql":
         pytest.skip("the PostgreSQL bus needs the tests on PostgreSQL")
     url = database_url(connection.settings_dict)
@@ -66,8 +67,9 @@ def pair(
     with (
         running("uvicorn", url, folder(tmp, "a"), **env) as first,
         running("uvicorn", url, folder(tmp, "b"), **env) as second,
+        running("gunicorn", url, folder(tmp, "c"), **env) as third,
     ):
-        yield first, second
+        yield first, second, third
 
 
 @pytest.fixture
@@ -177,8 +179,11 @@ def unavailable(result: dict[str, Any]) -> bool:
     )
 
 
-def test_an_accepted_confirmation_posted_to_the_other_worker_deletes(pair, acme, keys):
-    first, second = pair
+@pytest.mark.parametrize("answering", [1, 2], ids=["uvicorn", "gunicorn"])
+def test_an_accepted_confirmation_posted_to_another_worker_deletes(
+    pair, acme, keys, answering
+):
+    first, second = pair[0], pair[answering]
     call = Deleting(first, acme["alice"], acme["note"])
     question = call.question()
 
@@ -199,7 +204,7 @@ def test_an_accepted_confirmation_posted_to_the_other_worker_deletes(pair, acme,
 
 
 def test_a_declined_confirmation_keeps_the_note(pair, acme, keys):
-    first, second = pair
+    first, second, _ = pair
     call = Deleting(first, acme["alice"], acme["note"])
 
     assert answer(second, acme["alice"], call.question()["id"], {"action": "decline"})
@@ -212,7 +217,7 @@ def test_a_declined_confirmation_keeps_the_note(pair, acme, keys):
 
 
 def test_an_error_answer_is_input_unavailable(pair, acme, keys):
-    first, second = pair
+    first, second, _ = pair
     call = Deleting(first, acme["alice"], acme["note"])
 
     assert answer(second, acme["alice"], call.question()["id"], error=True) == 202
@@ -224,7 +229,7 @@ def test_an_error_answer_is_input_unavailable(pair, acme, keys):
 def test_no_answer_is_input_unavailable_at_the_deadline_and_a_late_one_is_refused(
     pair, acme, keys
 ):
-    first, second = pair
+    first, second, _ = pair
     call = Deleting(first, acme["alice"], acme["note"])
     question = call.question()
 
@@ -237,7 +242,7 @@ def test_no_answer_is_input_unavailable_at_the_deadline_and_a_late_one_is_refuse
 
 
 def test_forged_and_random_answers_never_reach_the_engine(pair, acme, keys):
-    first, second = pair
+    first, second, _ = pair
     flood = [
         answer(second, acme["alice"], "mcpgw-" + secrets.token_urlsafe(24))
         for _ in range(100)
@@ -263,7 +268,7 @@ def test_forged_and_random_answers_never_reach_the_engine(pair, acme, keys):
 
 
 def test_a_client_that_takes_no_event_stream_is_not_asked(pair, acme):
-    first, _ = pair
+    first, _, _ = pair
     response = httpx2.post(
         f"{first.url}/t/acme/mcp",
         json={

@@ -53,6 +53,8 @@ METHOD = "elicitation/create"
 _ID = re.compile(r"mcpgw-[A-Za-z0-9_-]{32}")
 _NO_DEADLINE_SECONDS = 3600
 _SLACK_SECONDS = 5
+_LISTEN_SECONDS = 2.0
+_LISTEN_STEP_SECONDS = 0.02
 _POLL_SECONDS = 0.5
 """How often a wait looks at the call's signal (a 2025 cancel sets it)."""
 
@@ -100,6 +102,7 @@ class Asker:
             _forget(request_id)
             return None
         try:
+            await _listening(signal)
             self.send(_question(request_id, request))
             answer = await _answer(waiting.future, signal)
         finally:
@@ -169,6 +172,15 @@ def reply_of(result: Any, request: InputRequest) -> InputReply | None:
 def _question(request_id: str, request: InputRequest) -> dict[str, Any]:
     params = {"message": request.message, "requestedSchema": requested_schema(request)}
     return {"jsonrpc": "2.0", "id": request_id, "method": METHOD, "params": params}
+
+
+async def _listening(signal: Signal) -> None:
+    """Give a bus that is just starting a moment to listen (an answer sent
+    before it listens would be lost: delivery is at most once)."""
+    waited = 0.0
+    while not bus.healthy() and waited < _LISTEN_SECONDS and not signal.cancelled:
+        await asyncio.sleep(_LISTEN_STEP_SECONDS)
+        waited += _LISTEN_STEP_SECONDS
 
 
 async def _answer(future: asyncio.Future[Any], signal: Signal) -> Any:

@@ -74,6 +74,13 @@ def ask(
     return asyncio.run(main())
 
 
+def test_the_question_waits_for_a_starting_bus_to_listen():
+    reply, _, _ = ask(lambda q: answer(q["id"]), seconds=10)  # the bus starts now
+
+    assert reply is not None
+    assert bus.stats().listening
+
+
 def test_the_question_is_an_elicitation_with_a_server_issued_id():
     _, _, question = ask(lambda q: answer(q["id"]))
 

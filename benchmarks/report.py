@@ -126,6 +126,15 @@ def targets(table: Table) -> list[str]:
             0.9,
         )
     )
+    for scenario in ("call-c1", "call-c16"):
+        out.append(
+            _check(
+                f"{scenario}: audit on (AUDIT_DURABILITY async) ≥ 0.9x audit off (PG)",
+                _rps(table, Key(f"{GATEWAY}-audit", PG, scenario)),
+                _rps(table, Key(GATEWAY, PG, scenario)),
+                0.9,
+            )
+        )
     errors = sum(
         cell.errors for key, cell in table.items() if key.row.startswith("gateway")
     )

@@ -39,7 +39,9 @@ class Row:
     env: tuple[tuple[str, str], ...] = ()  # the row's own settings
 
 
-def _gateway(name: str, server: str, app: str, *, audit: bool) -> Row:
+def _gateway(
+    name: str, server: str, app: str, *, audit: bool, durability: str = "async"
+) -> Row:
     audit_calls = ("MCP_AUDIT_CALLS", "true" if audit else "false")
     return Row(
         name,
@@ -48,7 +50,7 @@ def _gateway(name: str, server: str, app: str, *, audit: bool) -> Row:
         "config.settings",
         family="gateway",
         uses_db=True,
-        env=(audit_calls,),
+        env=(audit_calls, ("MCP_AUDIT_DURABILITY", durability)),
     )
 
 
@@ -60,6 +62,13 @@ ROWS = {
         ),
         _gateway(
             "gateway-gunicorn-audit", "gunicorn", "config.wsgi:application", audit=True
+        ),
+        _gateway(
+            "gateway-gunicorn-audit-durable",
+            "gunicorn",
+            "config.wsgi:application",
+            audit=True,
+            durability="durable",
         ),
         _gateway("gateway-uvicorn", "uvicorn", "config.asgi:application", audit=False),
         Row(

@@ -171,6 +171,9 @@ MCP_GATEWAY = {
         "MCP_ALLOW_INSECURE_LOOPBACK_ISSUERS", default=False
     ),
     "AUDIT_CALLS": env.bool("MCP_AUDIT_CALLS", default=True),
+    # "async": a call's audit row is committed before the answer without
+    # waiting for PostgreSQL's disk flush; "durable": flushed before it.
+    "AUDIT_DURABILITY": env.str("MCP_AUDIT_DURABILITY", default="async"),
     "SIGNAL_BEARER_FAILURES": env.bool("MCP_SIGNAL_BEARER_FAILURES", default=True),
     "BUS": env.str("MCP_BUS", default="auto"),
     "BUS_DATABASE": env.str("MCP_BUS_DATABASE", default="default"),

@@ -12,6 +12,7 @@ from django.db import DatabaseError, connections, router
 from django.urls import URLResolver, get_resolver
 
 from mcp_gateway.conf import (
+    AUDIT_DURABILITIES,
     AUTH_DISABLED,
     AUTH_REQUIRED,
     DRIFT_POLICIES,
@@ -67,6 +68,17 @@ def check_settings(
                 f"MCP_GATEWAY['DRIFT_POLICY'] is {policy!r}.",
                 hint="Use 'hold' (a changed tool waits for approval) or 'serve'.",
                 id="mcp_gateway.E006",
+            )
+        )
+    durability = gateway_settings().AUDIT_DURABILITY
+    if durability not in AUDIT_DURABILITIES:
+        errors.append(
+            checks.Error(
+                f"MCP_GATEWAY['AUDIT_DURABILITY'] is {durability!r}.",
+                hint="Use 'async' (committed before the answer, flushed to "
+                "disk within PostgreSQL's WAL writer delay) or 'durable' "
+                "(flushed to disk before the answer).",
+                id="mcp_gateway.E007",
             )
         )
     return errors

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import inspect
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -146,10 +146,17 @@ def _populators(
 
 
 class CompiledInsert(Generic[M]):
-    """A one-row INSERT of ``model`` (every concrete field but the auto key)."""
+    """A one-row INSERT of ``model`` (every concrete field but the auto key).
 
-    def __init__(self, model: type[M]) -> None:
+    ``suffixes`` maps a database vendor to SQL appended to the statement on
+    that vendor (a ``RETURNING`` clause); other vendors get the plain INSERT.
+    """
+
+    def __init__(
+        self, model: type[M], suffixes: Mapping[str, str] | None = None
+    ) -> None:
         self._model = model
+        self._suffixes = dict(suffixes or {})
         self._fields: tuple[Field[Any, Any], ...] = tuple(
             f
             for f in model._meta.concrete_fields
@@ -175,4 +182,4 @@ class CompiledInsert(Generic[M]):
         query.insert_values(self._fields, [obj])
         compiler = query.get_compiler(using=using)
         [(sql, _)] = compiler.as_sql()
-        return sql, compiler
+        return sql + self._suffixes.get(connections[using].vendor, ""), compiler

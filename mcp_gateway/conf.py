@@ -16,6 +16,9 @@ AUTH_DISABLED = "dangerously-disabled-for-development"
 DRIFT_HOLD = "hold"
 DRIFT_SERVE = "serve"
 DRIFT_POLICIES = (DRIFT_HOLD, DRIFT_SERVE)
+AUDIT_DURABLE = "durable"
+AUDIT_ASYNC = "async"
+AUDIT_DURABILITIES = (AUDIT_DURABLE, AUDIT_ASYNC)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +51,9 @@ class GatewaySettings:
     """Open change streams per process, all tenants."""
     REQUEST_STATE_TTL_SECONDS: float = 600.0
     AUDIT_CALLS: bool = True
+    AUDIT_DURABILITY: str = AUDIT_ASYNC
+    """``"async"``: a call's audit row commits before the answer without
+    waiting for the disk (PostgreSQL); ``"durable"``: on disk before it."""
     SIGNAL_BEARER_FAILURES: bool = True
     BUS: str = "auto"
     BUS_DATABASE: str = "default"

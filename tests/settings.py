@@ -37,6 +37,8 @@ MCP_GATEWAY = {
 }
 MCPGW_DRIFTING_DESCRIPTION = os.environ.get("MCPGW_TEST_DRIFTING", "Count words.")
 ALLOWED_HOSTS = ["localhost", "127.0.0.1", "[::1]"]
+# A live server on another address (a network namespace's) also allows it.
+ALLOWED_HOSTS += [h for h in os.environ.get("MCPGW_TEST_HOSTS", "").split(",") if h]
 if os.environ.get("MCPGW_TEST_LOOPBACK_ONLY") != "1":
     ALLOWED_HOSTS.append("testserver")  # Django's test client
 SECRET_KEY = "tests-only-secret-key-not-for-deployment-0123456789abcdef"

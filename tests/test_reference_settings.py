@@ -129,6 +129,12 @@ def test_the_security_settings_defaults(name: str, default: object) -> None:
     assert gateway_setting(name) == default
 
 
+def test_the_audit_durability_comes_from_the_environment() -> None:
+    assert gateway_setting("AUDIT_DURABILITY") == "async"
+    durable = gateway_setting("AUDIT_DURABILITY", MCP_AUDIT_DURABILITY="durable")
+    assert durable == "durable"
+
+
 def connections_with(entry: str = "django.setup()", **env: str) -> list[object]:
     """The default database's connection handling once `entry` has loaded."""
     show = (

@@ -18,6 +18,12 @@ ambiguous, and a cancel naming it is ignored until the marker expires (at
 the later call's deadline): cancelling the wrong call would be worse than
 cancelling none. The principal is the caller's user and token together.
 
+A call is announced only once it has run for :data:`ANNOUNCE_AFTER_SECONDS`
+(by one announcer thread per process): most calls end sooner and so never
+touch the shared cache, and a person's cancel comes later than that. A
+cancel that names a call younger than that finds nothing and is dropped,
+like one for a finished call.
+
 The 2026-07-28 wire has no client notifications over HTTP: closing the
 response stream is the cancellation there (the endpoint's business).
 """
@@ -26,11 +32,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import heapq
 import json
 import logging
 import math
+import os
 import secrets
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -49,8 +58,18 @@ KIND = "mcp_gateway.cancel"
 AMBIGUOUS = "ambiguous"
 """The cache value of a request id two running calls share."""
 CACHE_PREFIX = "mcpgw:running:"
+ANNOUNCE_AFTER_SECONDS = 0.05
+"""How long a call runs before it is noted in the shared cache."""
 _NO_DEADLINE_SECONDS = 3600
 _SLACK_SECONDS = 5
+
+
+_PENDING, _ANNOUNCING, _ANNOUNCED, _ENDED = (
+    "pending",
+    "announcing",
+    "announced",
+    "ended",
+)
 
 
 @dataclass
@@ -61,10 +80,15 @@ class Running:
     key: str
     context: EngineContext
     cancelled: bool = False
+    state: str = _PENDING  # guarded by _lock
+    ended_while_announcing: bool = False
 
 
 _running: dict[str, Running] = {}
 _lock = threading.Lock()
+_due = threading.Condition(_lock)
+_queue: list[tuple[float, str]] = []  # (when to announce, token), a heap
+_announcer: list[int] = []  # the pid whose announcer thread runs
 _subscribed: list[tuple[str, bus.Subscription]] = []
 
 
@@ -100,16 +124,11 @@ def watching(
     running = Running(
         secrets.token_urlsafe(18), key_of(tenant_id, principal, request_id), context
     )
-    try:
-        _announce(running)
-    except Exception:
-        logger.warning("Could not note a running call for cancellation.")
-        yield running
-        return
+    _schedule(running)
     try:
         yield running
     finally:
-        _forget(running)
+        _end(running)
 
 
 def relay(tenant_id: int, principal: Principal, params: Any) -> bool:
@@ -147,20 +166,68 @@ def running_count() -> int:
 # -- This process's side ------------------------------------------------------------
 
 
-def _announce(running: Running) -> None:
-    _subscribe()
-    entry = {"process": bus.process_id(), "token": running.token}
-    cache = _cache()
-    timeout = _timeout(running.context)
+def _schedule(running: Running) -> None:
+    """Note the call here; the announcer notes it in the shared cache later."""
     with _lock:
         _running[running.token] = running
-    if not cache.add(running.key, entry, timeout):
-        cache.set(running.key, AMBIGUOUS, timeout)  # the collision rule
+        idle = not _queue  # else the announcer already wakes before this is due
+        heapq.heappush(
+            _queue, (time.monotonic() + ANNOUNCE_AFTER_SECONDS, running.token)
+        )
+        if _announcer != [os.getpid()]:  # none yet, or forked from its process
+            _announcer[:] = [os.getpid()]
+            threading.Thread(
+                target=_announce_due, name="mcp-gateway-cancellation", daemon=True
+            ).start()
+        if idle:
+            _due.notify()
 
 
-def _forget(running: Running) -> None:
+def _announce_due() -> None:
+    """The announcer thread: note each call still running when it is due."""
+    while True:
+        with _lock:
+            while not _queue or _queue[0][0] > time.monotonic():
+                _due.wait(_queue[0][0] - time.monotonic() if _queue else None)
+            _, token = heapq.heappop(_queue)
+            running = _running.get(token)
+            if running is None or running.state != _PENDING:
+                continue
+            running.state = _ANNOUNCING
+        _announce(running)
+
+
+def _announce(running: Running) -> None:
+    try:
+        _subscribe()
+        entry = {"process": bus.process_id(), "token": running.token}
+        cache = _cache()
+        timeout = _timeout(running.context)
+        if not cache.add(running.key, entry, timeout):
+            cache.set(running.key, AMBIGUOUS, timeout)  # the collision rule
+    except Exception:
+        logger.warning("Could not note a running call for cancellation.")
+    with _lock:
+        ended = running.ended_while_announcing
+        running.state = _ENDED if ended else _ANNOUNCED
+    if ended:
+        _withdraw(running)
+
+
+def _end(running: Running) -> None:
+    """The call ended: forget it here, and in the cache if it was noted."""
     with _lock:
         _running.pop(running.token, None)
+        noted = running.state == _ANNOUNCED
+        if running.state == _ANNOUNCING:
+            running.ended_while_announcing = True  # the announcer withdraws it
+        else:
+            running.state = _ENDED
+    if noted:
+        _withdraw(running)
+
+
+def _withdraw(running: Running) -> None:
     try:
         cache = _cache()
         if cache.get(running.key) == {

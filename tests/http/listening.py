@@ -42,6 +42,28 @@ def modern_headers(secret: str, method: str) -> dict[str, str]:
     }
 
 
+def wait_ready(server: Server, timeout: float = 15.0) -> None:
+    """Wait until the server's ``/readyz`` answers 200."""
+    deadline = time.monotonic() + timeout
+    while httpx2.get(f"{server.url}/readyz", timeout=5).status_code != 200:
+        assert time.monotonic() < deadline, f"{server.url} never got ready"
+        time.sleep(0.05)
+
+
+def prime(server: Server, secret: str, slug: str = "acme") -> None:
+    """Have a one-process server's bus listening before a test's stream opens.
+
+    The first stream a process opens subscribes it to the bus (once), and
+    its bus connects in the background; ``/readyz`` is 200 once it listens
+    (before a bus starts it is 200 too, hence the stream first). A stream
+    opened afterwards hears every change made after it opened, and no
+    ``Resync`` of its own: each ``list_changed`` it gets is a change's.
+    """
+    with Stream(server, secret, modern=False, slug=slug) as stream:
+        assert stream.status == 200, stream.body
+        wait_ready(server)
+
+
 class Stream:
     """One open change stream; its events arrive in ``events`` as they come."""
 

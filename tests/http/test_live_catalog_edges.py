@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,13 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp_gateway import bookkeeping, bus, tokens
 from mcp_gateway.models import Tenant
-from tests.http.listening import LIST_CHANGED, Stream, listen_body, modern_headers
+from tests.http.listening import (
+    LIST_CHANGED,
+    Stream,
+    listen_body,
+    modern_headers,
+    prime,
+)
 from tests.live.servers import (
     ROOT,
     Server,
@@ -125,6 +130,8 @@ def test_under_wsgi_get_is_405_and_listen_an_unknown_method(server, alice):
 
 @pytest.mark.parametrize("server", ["uvicorn"], indirect=True)
 def test_the_official_client_listens_and_relists(server, tenant, alice):
+    prime(server, alice)
+
     async def scenario() -> tuple[list[str], list[str]]:
         auth = {"Authorization": f"Bearer {alice}"}
         async with httpx2.AsyncClient(headers=auth, timeout=30) as http:
@@ -133,7 +140,6 @@ def test_the_official_client_listens_and_relists(server, tenant, alice):
             async with Client(transport) as client:
                 before = [t.name for t in (await client.list_tools()).tools]
                 async with client.listen(tools_list_changed=True) as subscription:
-                    await asyncio.sleep(0.3)
                     await asyncio.to_thread(unexpose_in_thread, tenant, "demo.echo")
                     async with asyncio.timeout(5):
                         async for _event in subscription:
@@ -205,12 +211,11 @@ def test_listeners_resync_after_the_redis_bus_restarts(
     live, _ = uvicorn_on(
         CACHE_URL=own_redis.url, MCP_BUS="redis", MCP_SSE_KEEPALIVE_SECONDS="1"
     )
+    prime(live, alice)
     with Stream(live, alice, modern=False) as old, Stream(live, alice, modern=True):
-        time.sleep(0.5)
         own_redis.stop()
         own_redis.start()
         old.wait_for(LIST_CHANGED, timeout=10)  # they may have missed one
-        time.sleep(0.5)
         bookkeeping.unexpose(tenant, "demo.echo")
         old.wait_for(LIST_CHANGED, count=2, timeout=5)
 

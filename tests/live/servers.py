@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,13 +50,15 @@ def database_url(settings_dict: dict[str, object]) -> str:
     return f"postgres://{user}@{host}:{port}/{name}"
 
 
-def command(kind: str, port: int, threads: int = 4) -> list[str]:
+def command(
+    kind: str, port: int, threads: int = 4, host: str = "127.0.0.1"
+) -> list[str]:
     if kind == "gunicorn":
         return [
             str(BIN / "gunicorn"),
             "config.wsgi:application",
             "--bind",
-            f"127.0.0.1:{port}",
+            f"{host}:{port}",
             "--workers",
             "1",
             "--threads",
@@ -66,7 +68,7 @@ def command(kind: str, port: int, threads: int = 4) -> list[str]:
         str(BIN / "uvicorn"),
         "config.asgi:application",
         "--host",
-        "127.0.0.1",
+        host,
         "--port",
         str(port),
         "--log-level",
@@ -75,6 +77,16 @@ def command(kind: str, port: int, threads: int = 4) -> list[str]:
         "--http",
         "httptools",
     ]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a server runs: its address, the program it runs through
+    (``ip netns exec NS``), and uvicorn's process count."""
+
+    host: str = "127.0.0.1"
+    prefix: tuple[str, ...] = ()
+    workers: int = 1
 
 
 @contextmanager
@@ -92,9 +104,25 @@ def running(
     each accepted connection holds a thread until its request is read, and
     a browser opens idle connections ahead of need.
     """
+    with running_at(Placement(), kind, db_url, tmp, env, port=port) as server:
+        yield server
+
+
+@contextmanager
+def running_at(
+    placement: Placement,
+    kind: str,
+    db_url: str,
+    tmp: Path,
+    env: Mapping[str, str],
+    *,
+    port: int | None = None,
+) -> Iterator[Server]:
+    """``running``, placed: on another address, through another program."""
     threads = int(env.get("MCPGW_GUNICORN_THREADS", "4"))
     port = port or free_port()
-    server = Server(kind, "127.0.0.1", port, tmp / f"{kind}-probe.log")
+    host = placement.host
+    server = Server(kind, host, port, tmp / f"{kind}-probe.log")
     environ = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.settings",
@@ -103,11 +131,12 @@ def running(
         **env,
     }
     log = (tmp / f"{kind}.log").open("wb")
-    process = subprocess.Popen(
-        command(kind, port, threads), cwd=ROOT, env=environ, stdout=log, stderr=log
-    )
+    argv = [*placement.prefix, *command(kind, port, threads, host)]
+    if kind == "uvicorn" and placement.workers > 1:
+        argv += ["--workers", str(placement.workers)]
+    process = subprocess.Popen(argv, cwd=ROOT, env=environ, stdout=log, stderr=log)
     try:
-        wait_for_port(port, process)
+        wait_for_port(port, process, host)
         yield server
     finally:
         process.terminate()
@@ -115,22 +144,24 @@ def running(
         log.close()
 
 
-def wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
+def wait_for_port(
+    port: int, process: subprocess.Popen[bytes], host: str = "127.0.0.1"
+) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"server exited with {process.returncode}")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return _warm_up(port)
+            with socket.create_connection((host, port), timeout=0.2):
+                return _warm_up(host, port)
         except OSError:
             time.sleep(0.1)
     raise RuntimeError("server did not start")
 
 
-def _warm_up(port: int) -> None:
+def _warm_up(host: str, port: int) -> None:
     """Send one request, so a test's first request pays no cold imports."""
-    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+    with socket.create_connection((host, port), timeout=60) as sock:
         sock.sendall(b"GET /t/warm-up/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         sock.sendall(b"Connection: close\r\n\r\n")
         while sock.recv(65536):

@@ -172,10 +172,12 @@ HOSTILE_ARGUMENTS = [
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("durability", ["durable", "async"])
 @pytest.mark.parametrize("arguments", HOSTILE_ARGUMENTS, ids=range(6))
 def test_every_call_leaves_exactly_one_row_whatever_its_arguments(
-    client, tenant, exposed, arguments
+    client, tenant, exposed, arguments, durability, settings
 ):
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "AUDIT_DURABILITY": durability}
     Tenant.objects.filter(pk=tenant.pk).update(audit_arguments=True)
 
     response = rpc(

@@ -1,8 +1,8 @@
 """Concurrent calls of one tenant, sealed while they land: one valid chain.
 
 PostgreSQL and a threaded live server: 32 calls at once, two sealers
-running meanwhile; every call lands, each in the chain exactly once, and
-``verify`` finds the chain whole.
+running meanwhile, in either ``AUDIT_DURABILITY``; every call lands, each
+in the chain exactly once, and ``verify`` finds the chain whole.
 """
 
 from __future__ import annotations
@@ -32,7 +32,11 @@ pytestmark = [
 ]
 
 
-def test_32_concurrent_calls_all_land_and_seal_into_one_valid_chain(live_server):
+@pytest.mark.parametrize("durability", ["durable", "async"])
+def test_32_concurrent_calls_all_land_and_seal_into_one_valid_chain(
+    live_server, settings, durability
+):
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "AUDIT_DURABILITY": durability}
     tenant = Tenant.objects.create(slug="acme", name="Acme")
     bookkeeping.expose(tenant, "demo.echo")
     secret = tokens.issue(tenant, User.objects.create_user("alice")).secret

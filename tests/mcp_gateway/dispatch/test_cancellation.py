@@ -1,0 +1,119 @@
+"""dispatch.cancellation: which running calls the shared cache hears of.
+
+The cross-worker round trip (a cancel posted to another process) is
+tests/http/test_cancel_live.py; here, one process and its cache.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from django.core.cache import caches
+
+from engines_app.context import EngineContext, Principal
+from engines_app.engine import engine
+from mcp_gateway.dispatch import cancellation
+from mcp_gateway.runtime.adapter import build_context
+
+ALICE = Principal(tenant="acme", tenant_id=7, user="alice", token="t1")
+VERSION = "2025-11-25"
+
+
+@engine("test.noop", name="Noop", description="Nothing.")
+def noop(context: EngineContext) -> Any:
+    return {}
+
+
+@pytest.fixture(autouse=True)
+def clean_cache() -> Iterator[None]:
+    caches["default"].clear()
+    yield
+    caches["default"].clear()
+
+
+def context() -> EngineContext:
+    return build_context(noop, {}, principal=ALICE, config={}, deadline_seconds=30)
+
+
+def held(request_id: Any) -> Any:
+    return caches["default"].get(cancellation.key_of(7, ALICE, request_id))
+
+
+def eventually(check: Callable[[], bool]) -> None:
+    for _ in range(500):
+        if check():
+            return
+        time.sleep(0.01)
+    raise AssertionError("never happened")
+
+
+def test_a_short_call_never_reaches_the_shared_cache(monkeypatch):
+    writes: list[str] = []
+    cache = caches["default"]
+
+    def add(*args: Any, **kwargs: Any) -> bool:
+        writes.append("add")
+        return True
+
+    monkeypatch.setattr(cache, "add", add)
+    for request_id in range(20):
+        with cancellation.watching(7, ALICE, VERSION, request_id, context()):
+            pass
+    time.sleep(cancellation.ANNOUNCE_AFTER_SECONDS * 3)  # past every due time
+
+    assert writes == []
+    assert cancellation.running_count() == 0
+
+
+def test_a_longer_call_is_noted_then_withdrawn():
+    with cancellation.watching(7, ALICE, VERSION, "r1", context()) as running:
+        assert running is not None
+        eventually(lambda: held("r1") is not None)
+        entry = held("r1")
+        assert entry["token"] == running.token
+
+    assert held("r1") is None
+    assert cancellation.running_count() == 0
+
+
+def test_a_noted_call_is_cancelled_through_the_relay():
+    call = context()
+    with cancellation.watching(7, ALICE, VERSION, "r2", call) as running:
+        eventually(lambda: held("r2") is not None)
+        assert not cancellation.relay(7, ALICE, {"requestId": "nope"})
+        assert cancellation.relay(7, ALICE, {"requestId": "r2"})
+        eventually(lambda: call.signal.cancelled)
+        assert cancellation.cancelled(running)
+
+
+def test_two_running_calls_with_one_id_are_ambiguous():
+    started = threading.Event()
+    finish = threading.Event()
+
+    def other() -> None:
+        with cancellation.watching(7, ALICE, VERSION, "same", context()):
+            started.set()
+            finish.wait(5)
+
+    with cancellation.watching(7, ALICE, VERSION, "same", context()):
+        eventually(lambda: held("same") is not None)
+        thread = threading.Thread(target=other)
+        thread.start()
+        started.wait(5)
+        eventually(lambda: held("same") == cancellation.AMBIGUOUS)
+        assert not cancellation.relay(7, ALICE, {"requestId": "same"})
+        finish.set()
+        thread.join(5)
+
+    assert held("same") == cancellation.AMBIGUOUS  # until it expires
+
+
+def test_the_2026_wire_and_odd_ids_are_not_watched():
+    with cancellation.watching(7, ALICE, "2026-07-28", 1, context()) as modern:
+        assert modern is None
+    with cancellation.watching(7, ALICE, VERSION, True, context()) as odd:
+        assert odd is None

@@ -10,9 +10,9 @@ Staff mark an exposure "requires confirmation"; before its engine runs,
   token, the tool and a SHA-256 of the arguments' canonical JSON, with an
   expiry of ``REQUEST_STATE_TTL_SECONDS``: the confirming retry runs the
   engine; a declined one does not.
-- On the 2025 wires, :func:`ask_on_2025` is where a back-channel asks; with
-  none (today, and a JSON answer under WSGI) the call is refused with a tool
-  error saying the tool needs confirmation.
+- On the 2025 wires, :func:`ask_on_2025` asks on the call's SSE stream (the
+  back-channel of :mod:`asking`); with none (a JSON answer, WSGI) the call
+  is refused with a tool error saying the tool needs confirmation.
 - ``CALL_APPROVAL = "staff"``: the call is parked for staff
   (:mod:`mcp_gateway.call_approvals`); the retry with the same arguments
   after staff approved it, within the TTL, runs once.
@@ -35,17 +35,19 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from engines_app.interaction import InputReply
+from engines_app.context import Signal
+from engines_app.interaction import InputReply, InputRequest
 from mcp_gateway import call_approvals
 from mcp_gateway.audit import callrecord
 from mcp_gateway.audit import log as audit
 from mcp_gateway.audit.callrecord import CallRecord
 from mcp_gateway.catalog import CatalogEntry
 from mcp_gateway.conf import CALL_APPROVAL_STAFF, gateway_settings
-from mcp_gateway.dispatch import interaction
+from mcp_gateway.dispatch import asking, interaction
 from mcp_gateway.dispatch.scope import CallScope
 from mcp_gateway.models import CallApproval
 from mcp_gateway.runtime.adapter import tool_error
+from mcp_gateway.runtime.deadlines import deadline_for
 from mcp_gateway.runtime.loop import run_sync_outside_loop
 
 CONFIRM_KEY = "confirm"
@@ -106,15 +108,28 @@ async def ask_on_2025(
     entry: CatalogEntry,
     arguments: Mapping[str, Any],
 ) -> Verdict | str:
-    """Ask the caller on a 2025 wire's back-channel, or :data:`UNAVAILABLE`
-    where the deployment has none (today always), so the call is refused,
-    never run unconfirmed.
+    """Ask the caller on a 2025 wire's back-channel (the call's SSE stream,
+    :mod:`asking`), or :data:`UNAVAILABLE` where the call has none (a JSON
+    answer, WSGI, a revision without ``elicitation/create``), so the call is
+    refused, never run unconfirmed.
 
-    A back-channel sends :func:`question`'s elicitation (its
-    ``inputRequests["confirm"]``; no ``requestState`` is needed on a live
-    channel) and returns :func:`answered` of the caller's reply.
+    The question is :func:`question`'s elicitation (no ``requestState`` is
+    needed on a live channel); no answer by the engine's deadline, or an
+    error answer, is a decline.
     """
-    return UNAVAILABLE
+    if scope.elicit is None or ctx.protocol_version not in asking.ASKING_VERSIONS:
+        return UNAVAILABLE
+    message, schema = _form(entry, arguments)
+    request = InputRequest(
+        message=message, fields=schema["properties"], required=("confirm",)
+    )
+    seconds = deadline_for(entry.engine)
+    signal = Signal(None if seconds is None else time.monotonic() + seconds)
+    reply = await scope.elicit(request, signal)
+    if reply is None:
+        reply = InputReply(action="cancel")
+    answer = types.ElicitResult(action=reply.action, content=dict(reply.content))
+    return await answered(scope, answer)
 
 
 async def answered(scope: CallScope, answer: types.ElicitResult) -> Verdict:
@@ -146,6 +161,19 @@ def question(
     scope: CallScope, entry: CatalogEntry, arguments: Mapping[str, Any]
 ) -> types.InputRequiredResult:
     """The elicitation showing the exact arguments, with the bound state."""
+    message, schema = _form(entry, arguments)
+    elicit = types.ElicitRequest(
+        params=types.ElicitRequestFormParams(message=message, requested_schema=schema)
+    )
+    claims = {**claims_of(scope, entry.tool.name, arguments), "exp": _expiry()}
+    state = json.dumps({"k": CONFIRM_KEY, "c": claims}, separators=(",", ":"))
+    return types.InputRequiredResult(
+        input_requests={CONFIRM_KEY: elicit}, request_state=state
+    )
+
+
+def _form(entry: CatalogEntry, arguments: Mapping[str, Any]) -> tuple[str, Any]:
+    """The confirmation's message (the exact arguments) and its schema."""
     shown = json.dumps(arguments, indent=2, sort_keys=True, ensure_ascii=False)
     name = entry.tool.name
     schema = {
@@ -155,17 +183,7 @@ def question(
         },
         "required": ["confirm"],
     }
-    elicit = types.ElicitRequest(
-        params=types.ElicitRequestFormParams(
-            message=f"Confirm the call to {name} with these arguments:\n{shown}",
-            requested_schema=schema,
-        )
-    )
-    claims = {**claims_of(scope, name, arguments), "exp": _expiry()}
-    state = json.dumps({"k": CONFIRM_KEY, "c": claims}, separators=(",", ":"))
-    return types.InputRequiredResult(
-        input_requests={CONFIRM_KEY: elicit}, request_state=state
-    )
+    return f"Confirm the call to {name} with these arguments:\n{shown}", schema
 
 
 async def _by_client(

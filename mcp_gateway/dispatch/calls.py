@@ -20,7 +20,7 @@ from mcp_gateway import jsonrpc
 from mcp_gateway.audit import callrecord
 from mcp_gateway.audit import log as audit
 from mcp_gateway.catalog import CatalogEntry
-from mcp_gateway.dispatch import cancellation
+from mcp_gateway.dispatch import asking, cancellation
 from mcp_gateway.dispatch.era import Route
 from mcp_gateway.dispatch.scope import CallScope, Outcome
 from mcp_gateway.dispatch.wire import error_outcome
@@ -149,13 +149,19 @@ async def arun(
     wire: Wire | None = None,
 ) -> Result:
     """Run the engine from async code, with its secrets, and record the
-    outcome (or the cancellation, when the client goes away or cancels)."""
+    outcome (or the cancellation, when the client goes away or cancels).
+
+    On a 2025 wire that can carry questions (``scope.elicit``), an engine's
+    input request is asked on the call's stream (``asking``)."""
+    elicit = _elicit(scope, wire) if ask is None else None
     try:
         with _watching(scope, wire, context) as running:
             result = await engine_secrets.acall(
                 entry.engine,
                 context,
-                lambda context: adapter.aexecute(entry.engine, arguments, context, ask),
+                lambda context: adapter.aexecute(
+                    entry.engine, arguments, context, ask, elicit
+                ),
             )
     except asyncio.CancelledError:
         finish(scope, callrecord.CANCELLED)
@@ -166,6 +172,12 @@ async def arun(
 
 Wire = tuple[str, Any]
 """A call's protocol version and JSON-RPC request id."""
+
+
+def _elicit(scope: CallScope, wire: Wire | None) -> adapter.Elicit | None:
+    if wire is None or wire[0] not in asking.ASKING_VERSIONS:
+        return None
+    return scope.elicit
 
 
 def _watching(

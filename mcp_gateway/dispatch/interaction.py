@@ -4,8 +4,9 @@ An engine's :class:`~engines_app.interaction.InputRequest` becomes an
 ``InputRequiredResult`` with one form elicitation and a ``requestState``
 (sealed by :mod:`mcp_gateway.dispatch.request_state`). The client's retry brings the
 elicitation's answer in ``inputResponses`` and the verified state back; that
-becomes the engine's ``context.reply``. Clients that cannot answer (the 2025
-wires, or no elicitation capability) get a tool error instead.
+becomes the engine's ``context.reply``. Clients that cannot answer (no
+elicitation capability) get a tool error instead; the 2025 wires ask on the
+call's SSE stream (:mod:`mcp_gateway.dispatch.asking`).
 """
 
 from __future__ import annotations
@@ -43,15 +44,9 @@ def input_required(
 ) -> types.InputRequiredResult:
     """Ask the client to fill the engine's form, then retry; ``confirmed``:
     the gateway's confirmation of this call, carried to the next round."""
-    schema: dict[str, Any] = {
-        "type": "object",
-        "properties": {name: dict(field) for name, field in request.fields.items()},
-    }
-    if request.required:
-        schema["required"] = list(request.required)
     elicit = types.ElicitRequest(
         params=types.ElicitRequestFormParams(
-            message=request.message, requested_schema=schema
+            message=request.message, requested_schema=requested_schema(request)
         )
     )
     sealed: dict[str, Any] = {"k": INPUT_KEY, "s": request.state}
@@ -61,6 +56,17 @@ def input_required(
     return types.InputRequiredResult(
         input_requests={INPUT_KEY: elicit}, request_state=state
     )
+
+
+def requested_schema(request: InputRequest) -> dict[str, Any]:
+    """The JSON Schema of the engine's form (an object of flat fields)."""
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {name: dict(field) for name, field in request.fields.items()},
+    }
+    if request.required:
+        schema["required"] = list(request.required)
+    return schema
 
 
 def reply_of(params: types.CallToolRequestParams) -> InputReply | None:

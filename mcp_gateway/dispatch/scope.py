@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engines_app.context import LogSink, Principal, ProgressSink
+from engines_app.context import LogSink, Principal, ProgressSink, Signal
+from engines_app.interaction import InputReply, InputRequest
 from mcp_gateway.audit.callrecord import CallRecord
 from mcp_gateway.catalog import Catalog
 from mcp_gateway.models import Tenant
+
+Elicit = Callable[[InputRequest, Signal], Awaitable[InputReply | None]]
+"""Asks the caller during a 2025-era call (``dispatch.asking.Asker.ask``)."""
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,8 @@ class CallScope:
     """Filled in for a ``tools/call``; the endpoint writes it to the audit log."""
     listens: bool = False
     """The endpoint streams change notifications (ASGI): ``tools.listChanged``."""
+    elicit: Elicit | None = None
+    """The call's SSE stream can carry a question to the client (ASGI)."""
 
 
 @dataclass(frozen=True)

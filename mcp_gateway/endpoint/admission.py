@@ -24,7 +24,7 @@ from mcp_gateway.audit import log as audit
 from mcp_gateway.audit.callrecord import CallRecord
 from mcp_gateway.catalog import catalog_for
 from mcp_gateway.conf import AUTH_DISABLED, auth_may_be_disabled, gateway_settings
-from mcp_gateway.dispatch import cancellation
+from mcp_gateway.dispatch import asking, cancellation
 from mcp_gateway.dispatch.scope import CallScope
 from mcp_gateway.endpoint import access, bearer, boundary
 from mcp_gateway.endpoint.challenge import challenge, insufficient_scope
@@ -69,6 +69,10 @@ def admit(
     if message.kind == "notification":
         _notified(*authenticated, message)
         return HttpResponse(status=202)
+    if message.kind == "response":
+        tenant, principal = authenticated
+        asking.relay(tenant.pk, principal, message.payload)
+        return HttpResponse(status=202)  # whether anyone waited for it or not
     return (*authenticated, message)
 
 
@@ -197,10 +201,6 @@ def _read_message(request: HttpRequest) -> jsonrpc.Message | HttpResponse:
         message = jsonrpc.parse(body)
     except jsonrpc.JsonRpcError as exc:
         return JsonResponse(exc.body(), status=400)
-    if message.kind == "response":
-        return boundary.error(
-            400, jsonrpc.INVALID_REQUEST, "Responses are not accepted."
-        )
     return message
 
 

@@ -11,6 +11,8 @@ call finishes before anything was reported, the answer is plain JSON with
 its usual status; once a notification arrives, or the call has been quiet
 for ``SSE_KEEPALIVE_SECONDS``, the answer commits to an SSE stream: the
 notifications, keep-alive comments during quiet periods, the result, end.
+On the 2025 wires an engine's input request is asked on that stream
+(``elicitation/create``, ``dispatch.asking``), which commits it too.
 When the client goes away, Django cancels the view or the stream, and the
 call is cancelled with it (a sync engine sees ``context.signal`` cancelled);
 nothing more is sent.
@@ -36,6 +38,7 @@ from django.views.decorators.csrf import csrf_exempt
 from mcp_gateway import jsonrpc
 from mcp_gateway.audit import log as audit
 from mcp_gateway.conf import gateway_settings
+from mcp_gateway.dispatch.asking import Asker
 from mcp_gateway.dispatch.core import ahandle, prepare
 from mcp_gateway.dispatch.scope import CallScope, Outcome
 from mcp_gateway.endpoint import boundary, listen, sse
@@ -128,6 +131,7 @@ async def _answer_streaming(
         progress_sink=channel.progress,
         log_sink=channel.log,
         record=scope.record,
+        elicit=Asker(scope.tenant.pk, scope.principal, channel.request).ask,
     )
     call = asyncio.ensure_future(audited(ahandle(message.payload, scope), scope))
     call.add_done_callback(channel.wake)

@@ -1,5 +1,7 @@
 """One call's notifications, from the engine (any thread) to the SSE stream.
 
+It also carries the call's questions to the client (``dispatch.asking``).
+
 The engine's context gets :meth:`Channel.progress` and :meth:`Channel.log` as
 its sinks; they filter (progress only with a ``progressToken`` and only
 increasing; log lines only at the levels the request allows) and hand the
@@ -83,6 +85,11 @@ class Channel:
         if level in self._levels:
             params = {"level": level, "logger": LOGGER_NAME, "data": message}
             self._put("notifications/message", params)
+
+    def request(self, message: dict[str, Any]) -> None:
+        """Queue a server request (a question to the client) for the stream."""
+        if not self._closed:
+            self._loop.call_soon_threadsafe(self._push, message)
 
     # -- The stream side: called on the event loop ----------------------------
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import inspect
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -49,7 +50,8 @@ DEFAULT_INPUT_SCHEMA: Mapping[str, Any] = {
 }
 INPUT_UNAVAILABLE = (
     "This tool asks the caller for confirmation, which is unavailable on this "
-    "protocol version; use 2026-07-28 with a client that supports elicitation."
+    "protocol version or was not answered; use 2026-07-28 with a client that "
+    "supports elicitation, or a 2025 client that accepts SSE and answers it."
 )
 """The tool error of an engine's input request no one can answer."""
 _MAX_ERROR_TEXT = 300
@@ -276,6 +278,10 @@ def execute(
 
 
 Ask = Callable[[InputRequest], types.InputRequiredResult]
+Elicit = Callable[[InputRequest, Signal], Awaitable[InputReply | None]]
+"""Asks the caller during the call; ``None`` when no answer is available."""
+MAX_INPUT_ROUNDS = 3
+"""Questions an engine may ask during one call (``Elicit``)."""
 
 
 async def aexecute(
@@ -283,14 +289,16 @@ async def aexecute(
     arguments: Mapping[str, Any],
     context: EngineContext,
     ask: Ask | None = None,
+    elicit: Elicit | None = None,
 ) -> types.CallToolResult | types.InputRequiredResult:
     """Run ``engine`` without blocking the loop.
 
     Sync engines run in the bounded engine pool (``deadlines``) and may poll
     the context's signal, which is cancelled at the deadline or when the call
     is; async engines are stopped at the deadline. An engine's
-    ``InputRequest`` goes to ``ask`` when the caller can answer it, else it
-    is a tool error.
+    ``InputRequest`` goes to ``ask`` when the caller can answer it by a
+    retry, or to ``elicit`` when it can answer during the call (the engine
+    then runs again with the reply), else it is a tool error.
     """
     with _Run(engine, arguments, context) as run:
         if run.result is None:
@@ -298,8 +306,25 @@ async def aexecute(
             if isinstance(value, InputRequest) and ask is not None:
                 run.result = ask(value)
             else:
+                if elicit is not None:
+                    value = await _elicited(engine, context, value, elicit)
                 run.result = to_result(engine, value)
     return run.answer()
+
+
+async def _elicited(
+    engine: Any, context: EngineContext, value: Any, elicit: Elicit
+) -> Any:
+    """Answer the engine's questions, at most ``MAX_INPUT_ROUNDS``; an
+    unanswered one stays an ``InputRequest`` (a tool error)."""
+    for _ in range(MAX_INPUT_ROUNDS):
+        if not isinstance(value, InputRequest):
+            return value
+        reply = await elicit(value, context.signal)
+        if reply is None:
+            return value
+        value = await _acall(engine, dataclasses.replace(context, reply=reply))
+    return value
 
 
 def _failed(engine: Any, exc: Exception) -> types.CallToolResult:

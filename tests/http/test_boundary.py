@@ -391,10 +391,11 @@ def test_a_body_that_is_not_one_request_is_a_400_invalid_request(
     "body",
     [b'{"jsonrpc":"2.0","id":7,"result":{}}', b'{"jsonrpc":"2.0","id":7,"error":{}}'],
 )
-def test_a_posted_response_is_a_400(server, secret, body):
+def test_a_posted_response_is_a_202_with_an_empty_body(server, secret, body):
     response = post(server, secret, body=body)
 
-    assert_refused(server, response, 400, -32600)
+    assert_refused(server, response, 202)
+    assert response.body == b""
 
 
 def test_a_notification_is_a_202_with_an_empty_body(server, secret):

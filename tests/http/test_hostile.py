@@ -261,12 +261,23 @@ def cases() -> list[Case]:
         Case("id fraction", 400, -32600, body=rpc("ping", id=1.5)),
         Case("id object", 400, -32600, body=rpc("ping", id={"a": 1})),
         Case("id array", 400, -32600, body=rpc("ping", id=[1])),
-        Case("a response", 400, -32600, body=b'{"jsonrpc":"2.0","id":1,"result":{}}'),
+        # An answer to a question nobody asked: accepted, and dropped.
+        Case("a response", 202, body=b'{"jsonrpc":"2.0","id":1,"result":{}}'),
         Case(
             "an error response",
-            400,
-            -32600,
+            202,
             body=b'{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"}}',
+        ),
+        Case(
+            "a response without a token",
+            401,
+            body=b'{"jsonrpc":"2.0","id":1,"result":{}}',
+            auth=None,
+        ),
+        Case(
+            "a response to an unissued question",
+            202,
+            body=b'{"jsonrpc":"2.0","id":"mcpgw-' + b"A" * 32 + b'","result":{}}',
         ),
         Case(
             "result and method",

@@ -1,6 +1,7 @@
 """The official Python SDK client against a tool staff marked "requires
-confirmation": the gateway's own question on 2026-07-28, the refusal on
-2025-11-25 where the deployment has no back-channel."""
+confirmation": the gateway's own question on 2026-07-28; on 2025-11-25 the
+question on the call's SSE stream (ASGI), and the refusal where the
+deployment has no back-channel (WSGI)."""
 
 from __future__ import annotations
 
@@ -211,3 +212,44 @@ def test_on_2025_11_25_without_a_back_channel_the_call_is_refused(server, alice)
     assert error["message"].startswith("This tool needs confirmation")
     assert notes() == []
     assert list(ToolCall.objects.values_list("outcome", flat=True)) == ["unconfirmed"]
+
+
+@pytest.mark.parametrize("server", ["uvicorn"], indirect=True)
+def test_on_2025_11_25_the_gateway_asks_on_the_calls_stream(server, alice):
+    """ASGI answers the call as SSE: the confirmation goes out on it and the
+    client's callback answers by POST (dispatch.asking)."""
+    seen: list[str] = []
+
+    result = run(
+        server,
+        alice,
+        add_note(),
+        "legacy",
+        elicitation_callback=answering(ACCEPT, seen),
+    )
+
+    assert result.is_error is False
+    assert notes() == ["groceries"]
+    assert len(seen) == 1
+    assert json.dumps(ARGS, indent=2) in seen[0]
+    outcomes = ToolCall.objects.order_by("id").values_list("outcome", flat=True)
+    assert list(outcomes) == ["confirmed", "ok"]
+
+
+@pytest.mark.parametrize("server", ["uvicorn"], indirect=True)
+@pytest.mark.parametrize("callback", ["decline", "none"])
+def test_on_2025_11_25_a_declined_or_unanswerable_question_runs_nothing(
+    server, alice, callback
+):
+    """A decline, or a client without an elicitation callback (its SDK
+    answers the question with an error), is no confirmation."""
+    kwargs: dict[str, Any] = {}
+    if callback == "decline":
+        kwargs["elicitation_callback"] = answering(types.ElicitResult(action="decline"))
+
+    result = run(server, alice, add_note(), "legacy", **kwargs)
+
+    assert result.is_error is True
+    assert json.loads(result.content[0].text)["code"] == "DECLINED"
+    assert notes() == []
+    assert list(ToolCall.objects.values_list("outcome", flat=True)) == ["declined"]

@@ -1,5 +1,8 @@
 """The official Python SDK client: progress, logs and a confirmation round trip.
 
+On 2026-07-28 the confirmation is a retry; on the 2025 wires (``legacy``)
+the server asks on the call's SSE stream and the client POSTs its answer.
+
 The confirmation's retry goes to a second, separately started server process
 on the same database: the sealed ``requestState`` is all it needs.
 """
@@ -120,27 +123,41 @@ def test_log_lines_reach_the_sdk_client_that_opts_in(server, alice):
     assert lines == [("info", "tick 1"), ("info", "tick 2")]
 
 
-@pytest.mark.parametrize("server", ["uvicorn"], indirect=True)
-def test_the_elicitation_callback_confirms_a_deletion(server, alice, note):
+ERAS = [("auto", "2026-07-28"), ("legacy", "2025-11-25")]
+"""2026-07-28 answers by a retry; 2025-11-25 on the call's SSE stream."""
+
+
+def _delete(note: Note) -> Any:
     async def work(session: Any) -> Any:
-        return await session.call_tool("demo_delete_note", {"id": note.pk})
+        result = await session.call_tool("demo_delete_note", {"id": note.pk})
+        return session.protocol_version, result
 
-    result = run(server, alice, work, elicitation_callback=_elicit)
+    return work
 
+
+@pytest.mark.parametrize("server", ["uvicorn"], indirect=True)
+@pytest.mark.parametrize(("mode", "era"), ERAS)
+def test_the_elicitation_callback_confirms_a_deletion(server, alice, note, mode, era):
+    version, result = run(
+        server, alice, _delete(note), mode, elicitation_callback=_elicit
+    )
+
+    assert version == era
     assert result.structured_content == {"id": note.pk, "deleted": True}
     assert not Note.objects.filter(pk=note.pk).exists()
 
 
 @pytest.mark.parametrize("server", ["uvicorn"], indirect=True)
-def test_a_declined_confirmation_keeps_the_note(server, alice, note):
+@pytest.mark.parametrize(("mode", "era"), ERAS)
+def test_a_declined_confirmation_keeps_the_note(server, alice, note, mode, era):
     async def decline(context: Any, params: Any) -> Any:
         return types.ElicitResult(action="decline")
 
-    async def work(session: Any) -> Any:
-        return await session.call_tool("demo_delete_note", {"id": note.pk})
+    version, result = run(
+        server, alice, _delete(note), mode, elicitation_callback=decline
+    )
 
-    result = run(server, alice, work, elicitation_callback=decline)
-
+    assert version == era
     assert result.structured_content == {"id": note.pk, "deleted": False}
     assert Note.objects.filter(pk=note.pk).exists()
 
@@ -196,12 +213,25 @@ def test_the_confirmed_retry_completes_on_another_server_process(
 
 
 @pytest.mark.parametrize("server", ["uvicorn"], indirect=True)
-def test_on_the_2025_wires_confirmation_is_a_tool_error(server, alice, note):
-    async def work(session: Any) -> Any:
-        return await session.call_tool("demo_delete_note", {"id": note.pk})
+def test_a_2025_client_without_an_elicitation_callback_gets_a_tool_error(
+    server, alice, note
+):
+    version, result = run(server, alice, _delete(note), "legacy")
 
-    result = run(server, alice, work, "legacy", elicitation_callback=_elicit)
+    assert version == "2025-11-25"
+    assert result.is_error is True
+    assert "INPUT_UNAVAILABLE" in result.content[0].text
+    assert Note.objects.filter(pk=note.pk).exists()
 
+
+@pytest.mark.parametrize("server", ["gunicorn"], indirect=True)
+def test_under_gunicorn_a_2025_confirmation_is_a_tool_error(server, alice, note):
+
+    version, result = run(
+        server, alice, _delete(note), "legacy", elicitation_callback=_elicit
+    )
+
+    assert version == "2025-11-25"
     assert result.is_error is True
     assert "unavailable on this protocol version" in result.content[0].text
     assert Note.objects.filter(pk=note.pk).exists()

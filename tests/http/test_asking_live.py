@@ -1,0 +1,285 @@
+"""``demo_delete_note`` asks for confirmation on the 2025 wires, statelessly.
+
+Two servers share one Redis (the cache) and one bus (Redis pub/sub, or
+PostgreSQL LISTEN/NOTIFY when the tests run on PostgreSQL), as two workers
+of a deployment do: the call runs on the first, and every answer is POSTed
+to the second, so it always lands on a worker other than the waiting one.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import secrets
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+import redis
+from django.contrib.auth.models import User
+from django.db import connection
+
+from demo.models import Note
+from mcp_gateway import bookkeeping, tokens
+from mcp_gateway.audit.models import ToolCall
+from mcp_gateway.models import Tenant
+from tests.live.events import events
+from tests.live.servers import Server, database_url, running
+from tests.services import redis_running
+
+REDIS_DB = 12
+ASKED = ":1:mcpgw:asked:*"  # Django's key prefix and version
+VERSION = "2025-11-25"
+DEADLINE_SECONDS = 8
+ACCEPT = {"action": "accept", "content": {"confirm": True}}
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not redis_running(), reason="needs Redis on 6379"),
+]
+
+
+def folder(tmp: Path, name: str) -> Path:
+    (tmp / name).mkdir()
+    return tmp / name
+
+
+@pytest.fixture(scope="module", params=["redis", "postgresql"])
+def pair(
+    request: pytest.FixtureRequest,
+    django_db_setup: None,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Server, Server, Server]]:
+    """The waiting server (uvicorn), the answering one (uvicorn), and a
+    gunicorn one that answers too (WSGI relays answers, never asks)."""
+    if request.param == "postgresql" and connection.vendor != "postgresql":
+        pytest.skip("the PostgreSQL bus needs the tests on PostgreSQL")
+    url = database_url(connection.settings_dict)
+    tmp = tmp_path_factory.mktemp(request.param)
+    env = {
+        "CACHE_URL": f"redis://127.0.0.1:6379/{REDIS_DB}",
+        "MCP_BUS": request.param,
+        "MCP_ENGINE_DEADLINE_SECONDS": str(DEADLINE_SECONDS),
+    }
+    with (
+        running("uvicorn", url, folder(tmp, "a"), **env) as first,
+        running("uvicorn", url, folder(tmp, "b"), **env) as second,
+        running("gunicorn", url, folder(tmp, "c"), **env) as third,
+    ):
+        yield first, second, third
+
+
+@pytest.fixture
+def keys() -> Iterator[redis.Redis]:
+    client = redis.Redis(db=REDIS_DB)
+    yield client
+    for key in client.scan_iter(ASKED):
+        client.delete(key)
+    client.close()
+
+
+@pytest.fixture
+def acme() -> dict[str, Any]:
+    tenant = Tenant.objects.create(slug="acme", name="Acme")
+    other = Tenant.objects.create(slug="other", name="Other")
+    bookkeeping.expose_many(tenant, ["demo.delete_note"])
+    bookkeeping.expose_many(other, ["demo.delete_note"])
+    alice = User.objects.create_user("alice")
+    return {
+        "note": Note.objects.create(tenant_id=tenant.pk, title="Groceries").pk,
+        "alice": tokens.issue(tenant, alice).secret,
+        "alice again": tokens.issue(tenant, alice).secret,
+        "bob": tokens.issue(tenant, User.objects.create_user("bob")).secret,
+        "alice at other": tokens.issue(other, alice).secret,
+    }
+
+
+def headers(secret: str) -> dict[str, str]:
+    return {
+        "Authorization": f"Bearer {secret}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": VERSION,
+    }
+
+
+class Deleting:
+    """A ``demo_delete_note`` call read as it streams, in a thread."""
+
+    def __init__(self, server: Server, secret: str, note: int) -> None:
+        self.questions: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.received: list[Any] = []
+        self.content_type = ""
+        body = {
+            "jsonrpc": "2.0",
+            "id": "del-1",
+            "method": "tools/call",
+            "params": {"name": "demo_delete_note", "arguments": {"id": note}},
+        }
+        self._args = (f"{server.url}/t/acme/mcp", body, headers(secret))
+        self._thread = threading.Thread(target=self._run)
+        self._thread.start()
+
+    def _run(self) -> None:
+        url, body, sent = self._args
+        with httpx2.stream("POST", url, json=body, headers=sent, timeout=60) as r:
+            self.content_type = r.headers["content-type"]
+            for event in events(r):
+                if event.data is None:
+                    continue
+                self.received.append(event.data)
+                if event.data.get("method") == "elicitation/create":
+                    self.questions.put(event.data)
+
+    def question(self) -> dict[str, Any]:
+        return self.questions.get(timeout=30)
+
+    def result(self) -> dict[str, Any]:
+        self._thread.join(60)
+        assert not self._thread.is_alive()
+        final = self.received[-1]
+        assert final["id"] == "del-1"
+        return dict(final["result"])
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+
+def answer(
+    server: Server,
+    secret: str,
+    request_id: Any,
+    result: Any = ACCEPT,
+    *,
+    slug: str = "acme",
+    error: bool = False,
+) -> int:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
+    if error:
+        message["error"] = {"code": -32601, "message": "Method not found"}
+    else:
+        message["result"] = result
+    response = httpx2.post(
+        f"{server.url}/t/{slug}/mcp",
+        content=json.dumps(message),
+        headers={**headers(secret), "Content-Type": "application/json"},
+        timeout=20,
+    )
+    assert response.content == b""
+    return response.status_code
+
+
+def unavailable(result: dict[str, Any]) -> bool:
+    return (
+        bool(result["isError"])
+        and "INPUT_UNAVAILABLE" in (result["content"][0]["text"])
+    )
+
+
+@pytest.mark.parametrize("answering", [1, 2], ids=["uvicorn", "gunicorn"])
+def test_an_accepted_confirmation_posted_to_another_worker_deletes(
+    pair, acme, keys, answering
+):
+    first, second = pair[0], pair[answering]
+    call = Deleting(first, acme["alice"], acme["note"])
+    question = call.question()
+
+    assert call.content_type == "text/event-stream"
+    assert question["params"]["requestedSchema"]["required"] == ["confirm"]
+    assert len(list(keys.scan_iter(ASKED))) == 1
+    assert answer(second, acme["alice"], question["id"]) == 202
+
+    result = call.result()
+    assert result["structuredContent"] == {"id": acme["note"], "deleted": True}
+    assert not Note.objects.filter(pk=acme["note"]).exists()
+    assert list(ToolCall.objects.values_list("request_id", "outcome")) == [
+        ("del-1", "ok")
+    ]
+    assert list(keys.scan_iter(ASKED)) == []
+    # A replay finds nothing to answer.
+    assert answer(second, acme["alice"], question["id"]) == 202
+
+
+def test_a_declined_confirmation_keeps_the_note(pair, acme, keys):
+    first, second, _ = pair
+    call = Deleting(first, acme["alice"], acme["note"])
+
+    assert answer(second, acme["alice"], call.question()["id"], {"action": "decline"})
+
+    assert call.result()["structuredContent"] == {
+        "id": acme["note"],
+        "deleted": False,
+    }
+    assert Note.objects.filter(pk=acme["note"]).exists()
+
+
+def test_an_error_answer_is_input_unavailable(pair, acme, keys):
+    first, second, _ = pair
+    call = Deleting(first, acme["alice"], acme["note"])
+
+    assert answer(second, acme["alice"], call.question()["id"], error=True) == 202
+
+    assert unavailable(call.result())
+    assert Note.objects.filter(pk=acme["note"]).exists()
+
+
+def test_no_answer_is_input_unavailable_at_the_deadline_and_a_late_one_is_refused(
+    pair, acme, keys
+):
+    first, second, _ = pair
+    call = Deleting(first, acme["alice"], acme["note"])
+    question = call.question()
+
+    result = call.result()  # after DEADLINE_SECONDS: nobody answered
+
+    assert unavailable(result)
+    assert list(keys.scan_iter(ASKED)) == []
+    assert answer(second, acme["alice"], question["id"]) == 202
+    assert Note.objects.filter(pk=acme["note"]).exists()
+
+
+def test_forged_and_random_answers_never_reach_the_engine(pair, acme, keys):
+    first, second, _ = pair
+    flood = [
+        answer(second, acme["alice"], "mcpgw-" + secrets.token_urlsafe(24))
+        for _ in range(100)
+    ]
+    call = Deleting(first, acme["alice"], acme["note"])
+    qid = call.question()["id"]
+
+    # Each would delete the note if it reached the engine.
+    forged = [
+        answer(second, acme["bob"], qid),
+        answer(second, acme["alice again"], qid),  # the same user, another token
+        answer(second, acme["alice at other"], qid, slug="other"),
+        answer(second, acme["alice"], "del-1"),
+        answer(second, acme["alice"], 1),
+    ]
+    assert set(flood) | set(forged) == {202}
+    assert len(list(keys.scan_iter(ASKED))) == 1
+
+    # The call still waits for its own caller, who declines.
+    assert answer(second, acme["alice"], qid, {"action": "decline"}) == 202
+    assert call.result()["structuredContent"]["deleted"] is False
+    assert Note.objects.filter(pk=acme["note"]).exists()
+
+
+def test_a_client_that_takes_no_event_stream_is_not_asked(pair, acme):
+    first, _, _ = pair
+    response = httpx2.post(
+        f"{first.url}/t/acme/mcp",
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "demo_delete_note", "arguments": {"id": acme["note"]}},
+        },
+        headers={**headers(acme["alice"]), "Accept": "application/json"},
+        timeout=20,
+    )
+
+    assert response.headers["content-type"].startswith("application/json")
+    assert unavailable(response.json()["result"])

@@ -8,8 +8,9 @@ Staff mark an exposure "requires confirmation"; before its engine runs,
   exact arguments. Its ``requestState`` (sealed by the SDK's boundary,
   :mod:`request_state`) carries claims binding the tenant, the user, the
   token, the tool and a SHA-256 of the arguments' canonical JSON, with an
-  expiry of ``REQUEST_STATE_TTL_SECONDS``: the confirming retry runs the
-  engine; a declined one does not.
+  expiry of ``REQUEST_STATE_TTL_SECONDS`` and a nonce: the confirming retry
+  runs the engine once (the nonce is claimed in the shared cache); a
+  declined one does not.
 - On the 2025 wires, :func:`ask_on_2025` asks on the call's SSE stream (the
   back-channel of :mod:`asking`); with none (a JSON answer, WSGI) the call
   is refused with a tool error saying the tool needs confirmation.
@@ -25,12 +26,15 @@ denial and expiry is an audit outcome.
 from __future__ import annotations
 
 import json
+import logging
+import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
+from django.core.cache import caches
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -50,11 +54,16 @@ from mcp_gateway.runtime.adapter import tool_error
 from mcp_gateway.runtime.deadlines import deadline_for
 from mcp_gateway.runtime.loop import run_sync_outside_loop
 
+logger = logging.getLogger("mcp_gateway")
+
 CONFIRM_KEY = "confirm"
 """The key of the gateway's own ``inputRequests`` / ``inputResponses``, and
 of its ``requestState``."""
 UNAVAILABLE = "unavailable"
 """:func:`ask_on_2025`'s answer when no back-channel can ask."""
+USED_PREFIX = "mcpgw:confirmed:"
+"""Shared-cache key prefix of a confirmation's nonce once its run is claimed."""
+_SLACK_SECONDS = 5
 CODE = "CONFIRMATION_REQUIRED"
 DECLINED_CODE = "DECLINED"
 PENDING_CODE = "APPROVAL_PENDING"
@@ -165,7 +174,11 @@ def question(
     elicit = types.ElicitRequest(
         params=types.ElicitRequestFormParams(message=message, requested_schema=schema)
     )
-    claims = {**claims_of(scope, entry.tool.name, arguments), "exp": _expiry()}
+    claims = {
+        **claims_of(scope, entry.tool.name, arguments),
+        "exp": _expiry(),
+        "n": secrets.token_urlsafe(18),  # the one run it confirms: _used_once
+    }
     state = json.dumps({"k": CONFIRM_KEY, "c": claims}, separators=(",", ":"))
     return types.InputRequiredResult(
         input_requests={CONFIRM_KEY: elicit}, request_state=state
@@ -204,6 +217,10 @@ async def _by_client(
     answer = (params.input_responses or {}).get(CONFIRM_KEY)
     if not isinstance(answer, types.ElicitResult):
         raise _invalid("The retry must answer the elicitation it was asked.")
+    if answer.action == "accept" and not await run_sync_outside_loop(
+        _used_once, claims
+    ):
+        raise _invalid("This confirmation was already used; call the tool again.")
     verdict = await answered(scope, answer)
     if verdict.answer is not None:
         return verdict
@@ -235,13 +252,29 @@ def _verified(
     if not isinstance(claims, dict):
         raise _invalid("This call needs its own confirmation.")
     expected = claims_of(scope, entry.tool.name, arguments)
-    if {k: v for k, v in claims.items() if k != "exp"} != expected:
+    if {k: v for k, v in claims.items() if k not in ("exp", "n")} != expected:
         raise _invalid("This confirmation is for another call.")
+    if not isinstance(claims.get("n"), str):
+        raise _invalid("This call needs its own confirmation.")
     expiry = claims.get("exp")
     if not isinstance(expiry, int | float) or not time.time() < expiry:
         _finish(scope, callrecord.EXPIRED, str(types.INVALID_PARAMS))
         raise _invalid("The confirmation expired; call the tool again.")
     return claims
+
+
+def _used_once(claims: Claims) -> bool:
+    """Claim the confirmation's one run in the shared cache: False when it
+    was claimed before (a replayed confirmation), or cannot be claimed (the
+    cache is down: refused, never run twice)."""
+    settings = gateway_settings()
+    timeout = settings.REQUEST_STATE_TTL_SECONDS + _SLACK_SECONDS
+    try:
+        cache = caches[settings.RATE_LIMIT_CACHE]
+        return bool(cache.add(USED_PREFIX + claims["n"], 1, timeout))
+    except Exception:
+        logger.warning("Could not record a confirmation's use; it is refused.")
+        return False
 
 
 def _expiry() -> float:

@@ -149,6 +149,38 @@ def test_the_confirmed_retry_runs_the_engine_with_its_arguments(client, token, e
     assert outcomes() == ["awaiting", "confirmed", "ok"]
 
 
+def test_a_confirmation_runs_its_call_once(client, token, exposed):
+    state = asked(client, token)
+    first = call(client, token, inputResponses=ACCEPT, requestState=state)
+
+    again = [
+        call(client, token, inputResponses=ACCEPT, requestState=state) for _ in range(2)
+    ]
+
+    assert result_of(first)["isError"] is False
+    assert all(invalid_params(answer) for answer in again)
+    assert notes() == ["groceries"]
+    assert outcomes().count("ok") == 1
+    assert outcomes().count("confirmed") == 1
+
+
+def test_a_confirmation_that_cannot_be_recorded_is_refused(
+    client, token, exposed, settings
+):
+    state = asked(client, token)
+    dead = {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": "redis://127.0.0.1:1/0",  # nothing listens on port 1
+    }
+    settings.CACHES = {**settings.CACHES, "dead": dead}
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "RATE_LIMIT_CACHE": "dead"}
+
+    answer = call(client, token, inputResponses=ACCEPT, requestState=state)
+
+    assert invalid_params(answer)
+    assert notes() == []
+
+
 def test_a_declined_confirmation_runs_nothing(client, token, exposed):
     state = asked(client, token)
 

@@ -63,14 +63,12 @@ ANNOUNCE_AFTER_SECONDS = 0.05
 _NO_DEADLINE_SECONDS = 3600
 _SLACK_SECONDS = 5
 _LISTEN_SECONDS = 1.0
+_BACKOFF_SECONDS = 1.0
+_failing_until = [0.0]  # monotonic time until which calls are left unnoted
 
 
-_PENDING, _ANNOUNCING, _ANNOUNCED, _ENDED = (
-    "pending",
-    "announcing",
-    "announced",
-    "ended",
-)
+_PENDING, _ANNOUNCING, _ANNOUNCED = "pending", "announcing", "announced"
+_ENDED, _SKIPPED = "ended", "skipped"
 
 
 @dataclass
@@ -199,6 +197,13 @@ def _announce_due() -> None:
 
 
 def _announce(running: Running) -> None:
+    """Note one call in the shared cache; for a second after a failure the
+    calls due are left unnoted (uncancellable), so a cache that hangs holds
+    up one call, not every call behind it."""
+    if time.monotonic() < _failing_until[0]:
+        with _lock:
+            running.state = _SKIPPED
+        return
     try:
         _subscribe()
         entry = {"process": bus.process_id(), "token": running.token}
@@ -207,7 +212,11 @@ def _announce(running: Running) -> None:
         if not cache.add(running.key, entry, timeout):
             cache.set(running.key, AMBIGUOUS, timeout)  # the collision rule
     except Exception:
+        _failing_until[0] = time.monotonic() + _BACKOFF_SECONDS
         logger.warning("Could not note a running call for cancellation.")
+        with _lock:
+            running.state = _SKIPPED  # nothing to withdraw; an entry expires
+        return
     with _lock:
         ended = running.ended_while_announcing
         running.state = _ENDED if ended else _ANNOUNCED

@@ -31,7 +31,9 @@ def noop(context: EngineContext) -> Any:
 @pytest.fixture(autouse=True)
 def clean_cache() -> Iterator[None]:
     caches["default"].clear()
+    cancellation._failing_until[0] = 0.0
     yield
+    cancellation._failing_until[0] = 0.0
     caches["default"].clear()
 
 
@@ -43,6 +45,10 @@ def held(request_id: Any) -> Any:
     return caches["default"].get(cancellation.key_of(7, ALICE, request_id))
 
 
+def settled(running: cancellation.Running) -> bool:
+    return running.state not in ("pending", "announcing")
+
+
 def eventually(check: Callable[[], bool]) -> None:
     for _ in range(500):
         if check():
@@ -52,20 +58,22 @@ def eventually(check: Callable[[], bool]) -> None:
 
 
 def test_a_short_call_never_reaches_the_shared_cache(monkeypatch):
-    writes: list[str] = []
-    cache = caches["default"]
+    noted: list[str] = []
+    announce = cancellation._announce  # the announcer thread looks it up
 
-    def add(*args: Any, **kwargs: Any) -> bool:
-        writes.append("add")
-        return True
+    def recording(running: cancellation.Running) -> None:
+        noted.append(running.token)
+        announce(running)
 
-    monkeypatch.setattr(cache, "add", add)
+    monkeypatch.setattr(cancellation, "_announce", recording)
     for request_id in range(20):
         with cancellation.watching(7, ALICE, VERSION, request_id, context()):
-            pass
-    time.sleep(cancellation.ANNOUNCE_AFTER_SECONDS * 3)  # past every due time
+            time.sleep(cancellation.ANNOUNCE_AFTER_SECONDS / 5 or 0.01)
+    with cancellation.watching(7, ALICE, VERSION, "long", context()) as long:
+        eventually(lambda: held("long") is not None)  # the control: noted
 
-    assert writes == []
+    assert long is not None
+    assert noted == [long.token]
     assert cancellation.running_count() == 0
 
 
@@ -118,3 +126,32 @@ def test_the_2026_wire_and_odd_ids_are_not_watched():
         assert modern is None
     with cancellation.watching(7, ALICE, VERSION, True, context()) as odd:
         assert odd is None
+
+
+def test_after_a_cache_failure_calls_are_left_unnoted_for_a_while(
+    settings, monkeypatch
+):
+    dead = {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": "redis://127.0.0.1:1/0",  # nothing listens on port 1
+    }
+    settings.CACHES = {**settings.CACHES, "dead": dead}
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "RATE_LIMIT_CACHE": "dead"}
+    reached: list[str] = []
+    cache_of = cancellation._cache
+
+    def counting() -> Any:
+        reached.append("cache")
+        return cache_of()
+
+    monkeypatch.setattr(cancellation, "_cache", counting)
+    states = []
+    for request_id in ("first", "second"):
+        with cancellation.watching(7, ALICE, VERSION, request_id, context()) as call:
+            assert call is not None
+            eventually(lambda: settled(call))
+            states.append(call.state)
+
+    assert reached == ["cache"]  # the first tried and failed; the second not
+    assert states == ["skipped", "skipped"]
+    assert cancellation.running_count() == 0

@@ -47,7 +47,7 @@ from mcp_gateway.audit import log as audit
 from mcp_gateway.audit.callrecord import CallRecord
 from mcp_gateway.catalog import CatalogEntry
 from mcp_gateway.conf import CALL_APPROVAL_STAFF, gateway_settings
-from mcp_gateway.dispatch import asking, interaction
+from mcp_gateway.dispatch import asking, cancellation, interaction
 from mcp_gateway.dispatch.scope import CallScope
 from mcp_gateway.models import CallApproval
 from mcp_gateway.runtime.adapter import tool_error
@@ -124,7 +124,8 @@ async def ask_on_2025(
 
     The question is :func:`question`'s elicitation (no ``requestState`` is
     needed on a live channel); no answer by the engine's deadline, or an
-    error answer, is a decline.
+    error answer, is a decline. The client's ``notifications/cancelled``
+    reaches the wait as it reaches an engine (:mod:`cancellation`).
     """
     if scope.elicit is None or ctx.protocol_version not in asking.ASKING_VERSIONS:
         return UNAVAILABLE
@@ -134,7 +135,15 @@ async def ask_on_2025(
     )
     seconds = deadline_for(entry.engine)
     signal = Signal(None if seconds is None else time.monotonic() + seconds)
-    reply = await scope.elicit(request, signal)
+    version, request_id = ctx.protocol_version, ctx.request_id
+    tenant_id, principal = scope.tenant.pk, scope.principal
+    with cancellation.watching(
+        tenant_id, principal, version, request_id, signal
+    ) as running:
+        reply = await scope.elicit(request, signal)
+    if cancellation.cancelled(running):
+        message = "The call was cancelled; the tool did not run."
+        return _refuse(scope, callrecord.CANCELLED, "CANCELLED", message)
     if reply is None:
         reply = InputReply(action="cancel")
     answer = types.ElicitResult(action=reply.action, content=dict(reply.content))

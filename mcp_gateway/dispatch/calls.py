@@ -188,7 +188,7 @@ def _watching(
     version, request_id = wire
     tenant_id = scope.tenant.pk
     return cancellation.watching(
-        tenant_id, scope.principal, version, request_id, context
+        tenant_id, scope.principal, version, request_id, context.signal
     )
 
 

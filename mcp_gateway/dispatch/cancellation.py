@@ -47,7 +47,7 @@ from typing import Any
 from django.core.cache import caches
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from engines_app.context import EngineContext, Principal
+from engines_app.context import Principal, Signal
 from mcp_gateway import bus
 from mcp_gateway.conf import gateway_settings
 
@@ -77,7 +77,7 @@ class Running:
 
     token: str
     key: str
-    context: EngineContext
+    signal: Signal
     cancelled: bool = False
     state: str = _PENDING  # guarded by _lock
     ended_while_announcing: bool = False
@@ -111,7 +111,7 @@ def watching(
     principal: Principal,
     version: str,
     request_id: Any,
-    context: EngineContext,
+    signal: Signal,
 ) -> Iterator[Running | None]:
     """Make the call cancellable while the block runs (2025 wires only).
 
@@ -121,7 +121,7 @@ def watching(
         yield None
         return
     running = Running(
-        secrets.token_urlsafe(18), key_of(tenant_id, principal, request_id), context
+        secrets.token_urlsafe(18), key_of(tenant_id, principal, request_id), signal
     )
     _schedule(running)
     try:
@@ -208,7 +208,7 @@ def _announce(running: Running) -> None:
         _subscribe()
         entry = {"process": bus.process_id(), "token": running.token}
         cache = _cache()
-        timeout = _timeout(running.context)
+        timeout = _timeout(running.signal)
         if not cache.add(running.key, entry, timeout):
             cache.set(running.key, AMBIGUOUS, timeout)  # the collision rule
     except Exception:
@@ -278,11 +278,11 @@ def _on_message(event: bus.Message | bus.Resync) -> None:
     if running is None or running.key != event.data.get("key"):
         return  # finished meanwhile, never ours, or another caller's
     running.cancelled = True
-    running.context.signal.cancel()
+    running.signal.cancel()
 
 
-def _timeout(context: EngineContext) -> int:
-    remaining = context.signal.remaining()
+def _timeout(signal: Signal) -> int:
+    remaining = signal.remaining()
     if remaining is None:
         return _NO_DEADLINE_SECONDS
     return math.ceil(remaining) + _SLACK_SECONDS

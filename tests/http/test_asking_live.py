@@ -147,6 +147,9 @@ class Deleting:
     def running(self) -> bool:
         return self._thread.is_alive()
 
+    def wait(self, seconds: float) -> None:
+        self._thread.join(seconds)
+
 
 def answer(
     server: Server,
@@ -283,3 +286,40 @@ def test_a_client_that_takes_no_event_stream_is_not_asked(pair, acme):
 
     assert response.headers["content-type"].startswith("application/json")
     assert unavailable(response.json()["result"])
+
+
+def test_a_cancel_while_the_gateway_asks_for_confirmation_runs_nothing(
+    pair, acme, keys
+):
+    """Staff marked the tool: the gateway's own question goes out first; the
+    client's ``notifications/cancelled``, POSTed to another worker, ends the
+    wait, and the engine never runs."""
+    first, second, _ = pair
+    exposure = Tenant.objects.get(slug="acme").exposures.get()
+    bookkeeping.require_confirmation(exposure, True)
+    call = Deleting(first, acme["alice"], acme["note"])
+    question = call.question()
+    assert "Confirm the call to demo_delete_note" in question["params"]["message"]
+    cancel = {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": "del-1", "reason": "user"},
+    }
+
+    for _ in range(100):  # until the call is noted (after 50 ms) and heard
+        sent = httpx2.post(
+            f"{second.url}/t/acme/mcp",
+            content=json.dumps(cancel),
+            headers={**headers(acme["alice"]), "Content-Type": "application/json"},
+            timeout=20,
+        )
+        assert sent.status_code == 202
+        call.wait(0.1)
+        if not call.running:
+            break
+
+    result = call.result()
+    assert result["isError"] is True
+    assert json.loads(result["content"][0]["text"])["code"] == "CANCELLED"
+    assert Note.objects.filter(pk=acme["note"]).exists()
+    assert list(ToolCall.objects.values_list("outcome", flat=True)) == ["cancelled"]

@@ -67,9 +67,9 @@ def test_a_short_call_never_reaches_the_shared_cache(monkeypatch):
 
     monkeypatch.setattr(cancellation, "_announce", recording)
     for request_id in range(20):
-        with cancellation.watching(7, ALICE, VERSION, request_id, context()):
+        with cancellation.watching(7, ALICE, VERSION, request_id, context().signal):
             time.sleep(cancellation.ANNOUNCE_AFTER_SECONDS / 5 or 0.01)
-    with cancellation.watching(7, ALICE, VERSION, "long", context()) as long:
+    with cancellation.watching(7, ALICE, VERSION, "long", context().signal) as long:
         eventually(lambda: held("long") is not None)  # the control: noted
 
     assert long is not None
@@ -78,7 +78,7 @@ def test_a_short_call_never_reaches_the_shared_cache(monkeypatch):
 
 
 def test_a_longer_call_is_noted_then_withdrawn():
-    with cancellation.watching(7, ALICE, VERSION, "r1", context()) as running:
+    with cancellation.watching(7, ALICE, VERSION, "r1", context().signal) as running:
         assert running is not None
         eventually(lambda: held("r1") is not None)
         entry = held("r1")
@@ -91,7 +91,7 @@ def test_a_longer_call_is_noted_then_withdrawn():
 @pytest.mark.django_db(transaction=True)  # on PostgreSQL the bus is NOTIFY
 def test_a_noted_call_is_cancelled_through_the_relay():
     call = context()
-    with cancellation.watching(7, ALICE, VERSION, "r2", call) as running:
+    with cancellation.watching(7, ALICE, VERSION, "r2", call.signal) as running:
         eventually(lambda: held("r2") is not None)
         assert not cancellation.relay(7, ALICE, {"requestId": "nope"})
         assert cancellation.relay(7, ALICE, {"requestId": "r2"})
@@ -104,11 +104,11 @@ def test_two_running_calls_with_one_id_are_ambiguous():
     finish = threading.Event()
 
     def other() -> None:
-        with cancellation.watching(7, ALICE, VERSION, "same", context()):
+        with cancellation.watching(7, ALICE, VERSION, "same", context().signal):
             started.set()
             finish.wait(5)
 
-    with cancellation.watching(7, ALICE, VERSION, "same", context()):
+    with cancellation.watching(7, ALICE, VERSION, "same", context().signal):
         eventually(lambda: held("same") is not None)
         thread = threading.Thread(target=other)
         thread.start()
@@ -122,9 +122,9 @@ def test_two_running_calls_with_one_id_are_ambiguous():
 
 
 def test_the_2026_wire_and_odd_ids_are_not_watched():
-    with cancellation.watching(7, ALICE, "2026-07-28", 1, context()) as modern:
+    with cancellation.watching(7, ALICE, "2026-07-28", 1, context().signal) as modern:
         assert modern is None
-    with cancellation.watching(7, ALICE, VERSION, True, context()) as odd:
+    with cancellation.watching(7, ALICE, VERSION, True, context().signal) as odd:
         assert odd is None
 
 
@@ -147,7 +147,9 @@ def test_after_a_cache_failure_calls_are_left_unnoted_for_a_while(
     monkeypatch.setattr(cancellation, "_cache", counting)
     states = []
     for request_id in ("first", "second"):
-        with cancellation.watching(7, ALICE, VERSION, request_id, context()) as call:
+        with cancellation.watching(
+            7, ALICE, VERSION, request_id, context().signal
+        ) as call:
             assert call is not None
             eventually(lambda: settled(call))
             states.append(call.state)

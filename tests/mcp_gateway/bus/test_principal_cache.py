@@ -120,3 +120,37 @@ def test_the_cache_listens_again_on_a_bus_that_already_listens(principal_cache):
         principals.listen()
 
         assert principals.listening()
+
+
+@pytest.mark.parametrize(
+    "change", ["revoke", "deactivate", "leave", "tenant disabled", "token deleted"]
+)
+def test_each_way_staff_end_access_drops_the_kept_principal_at_once(
+    principal_cache, django_user_model, change
+):
+    """Through the write paths staff use (the admin and API save or delete
+    the rows; ``mcp_token revoke`` calls ``tokens.revoke``), not events."""
+    tenant = Tenant.objects.create(slug="acme", name="Acme")
+    user = django_user_model.objects.create_user("alice")
+    issued = tokens.issue(tenant, user)
+    assert authenticate(None, bearer_token=issued.secret, tenant="acme") is not None
+    assert principals.get(issued.token.prefix, "acme") is not None
+
+    if change == "revoke":
+        tokens.revoke(issued.token.prefix)
+    elif change == "deactivate":
+        user.is_active = False
+        user.save()
+    elif change == "leave":
+        tenant.memberships.filter(user=user).delete()
+    elif change == "tenant disabled":
+        tenant.is_active = False
+        tenant.save()
+    else:
+        issued.token.delete()
+
+    deadline = time.monotonic() + 1.0  # the issue's bound with the bus up
+    while principals.get(issued.token.prefix, "acme") is not None:
+        assert time.monotonic() < deadline, "still kept after 1 s"
+        time.sleep(0.01)
+    assert authenticate(None, bearer_token=issued.secret, tenant="acme") is None

@@ -13,6 +13,9 @@ socket), one request at a time, each variant in its own child process:
 - ``gateway``: ``config.asgi:application`` with the README defaults on
   PostgreSQL (a ``DATABASE_URL`` without options: psycopg's pool; API
   token; audit log on, ``AUDIT_DURABILITY = "async"``);
+- ``gateway-thread-per-request``: the same with the guard's kept request
+  threads off (``mcp_gateway.endpoint.threads``): Django's own thread per
+  request, started and joined each time;
 - ``gateway-nomw``: the same with ``MIDDLEWARE = []``, to show what the
   middleware's thread hops cost the gateway.
 
@@ -27,12 +30,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +52,13 @@ BODY = json.dumps(
     },
     separators=(",", ":"),
 ).encode()
-VARIANTS = ("asgi-bare", "asgi-ceiling", "gateway", "gateway-nomw")
+VARIANTS = (
+    "asgi-bare",
+    "asgi-ceiling",
+    "gateway",
+    "gateway-thread-per-request",
+    "gateway-nomw",
+)
 
 
 def scope(token: str | None) -> dict[str, Any]:
@@ -183,6 +193,8 @@ def child(variant: str, calls: int, rounds: int, token: str | None) -> dict[str,
             )
 
         application = config.asgi.application
+        if variant == "gateway-thread-per-request":
+            application.threads = _DjangosThreads()
     else:
         from django.core.asgi import get_asgi_application
 
@@ -208,6 +220,14 @@ def child(variant: str, calls: int, rounds: int, token: str | None) -> dict[str,
         if not best or result["cpu_us"] < best["cpu_us"]:
             best = result
     return best
+
+
+class _DjangosThreads:
+    """No kept thread: Django's handler makes its own per request."""
+
+    @contextlib.asynccontextmanager
+    async def request(self) -> AsyncIterator[None]:
+        yield
 
 
 # asgi-bare's URLconf: the ceiling's answer from an async view.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from benchmarks.load import Result
 
@@ -23,6 +23,8 @@ class Cell:
     results: list[Result]
     rss_kib: int | None = None
     unavailable: str | None = None
+    cpu_us: list[float] = field(default_factory=list)  # server CPU per request
+    load: list[float] = field(default_factory=list)  # 1-min load after each run
 
     @property
     def rps(self) -> float:
@@ -30,6 +32,10 @@ class Cell:
 
     def latency(self, which: str) -> float:
         return float(statistics.median(getattr(r, which) for r in self.results))
+
+    @property
+    def cpu(self) -> float | None:
+        return statistics.median(self.cpu_us) if self.cpu_us else None
 
     @property
     def errors(self) -> int:
@@ -48,8 +54,8 @@ def render(table: Table, rows: Sequence[str], scenarios: Sequence[str]) -> str:
     """A Markdown table: one line per (scenario, server, database)."""
     lines = [
         "| scenario | server | db | req/s | p50 ms | p99 ms | errors "
-        "| x ceiling | worker RSS MiB |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+        "| x ceiling | server CPU µs/req | x ceiling CPU | worker RSS MiB | load |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for scenario in scenarios:
         for key in _keys(table, rows, scenario):
@@ -76,11 +82,29 @@ def _line(table: Table, key: Key) -> str:
     ceiling = ceiling_rps(table, scenario)
     ratio = f"{cell.rps / ceiling:.2f}" if ceiling else "-"
     rss = f"{cell.rss_kib / 1024:.0f}" if cell.rss_kib else "-"
+    cpu = f"{cell.cpu:,.0f}" if cell.cpu is not None else "-"
+    ceiling_cpu = _cpu(table, Key("ceiling", NO_DB, scenario))
+    cpu_ratio = f"{cell.cpu / ceiling_cpu:.2f}" if cell.cpu and ceiling_cpu else "-"
+    load = "/".join(f"{value:.1f}" for value in cell.load) or "-"
     return (
         f"| {key.scenario} | {key.row} | {key.database} | {cell.rps:,.0f} "
         f"| {cell.latency('p50_ms'):.2f} | {cell.latency('p99_ms'):.2f} "
-        f"| {cell.errors} | {ratio} | {rss} |"
+        f"| {cell.errors} | {ratio} | {cpu} | {cpu_ratio} | {rss} | {load} |"
     )
+
+
+LEGEND = (
+    "`server CPU µs/req`: user + system CPU of the server's processes (master"
+    " and workers, every thread; /proc/<pid>/stat) during the measurement over"
+    " the requests it answered, median of the repeats; the database server's"
+    " own CPU is not in it. `load`: the machine's 1-minute load average after"
+    " each repeat's measurement (/proc/loadavg)."
+)
+
+
+def _cpu(table: Table, key: Key) -> float | None:
+    cell = table.get(key)
+    return cell.cpu if cell and cell.results else None
 
 
 # -- Targets ------------------------------------------------------------------
@@ -141,6 +165,61 @@ def targets(table: Table) -> list[str]:
     out.append(
         f"- gateway rows with 0 errors: {'met' if errors == 0 else 'NOT met'}"
         f" ({errors} errors)"
+    )
+    return out
+
+
+README = "gateway-gunicorn-readme"
+
+
+def readme_targets(table: Table) -> list[str]:
+    """The README defaults' targets: against django-mcpz with its database
+    tokens, the physical limit and the no-DB ceiling, CPU and c=1 latency."""
+    out = []
+    for scenario in ("call-c16", "list10"):
+        gw = _rps(table, Key(README, PG, scenario))
+        for label, base, ratio in (
+            ("django-mcpz (DB tokens)", Key("django-mcpz", PG, scenario), 1.0),
+            ("physical-limit", Key("physical-limit", PG, scenario), 0.9),
+            ("ceiling", Key("ceiling", NO_DB, scenario), 0.5),
+        ):
+            out.append(
+                _check(
+                    f"{scenario}: README defaults ≥ {ratio:.1f}x {label}",
+                    gw,
+                    _rps(table, base),
+                    ratio,
+                )
+            )
+    for scenario in ("call-c16", "list10", "call-c1"):
+        gw_cpu = _cpu(table, Key(README, PG, scenario))
+        ceiling = _cpu(table, Key("ceiling", NO_DB, scenario))
+        if gw_cpu is None or not ceiling:
+            out.append(f"- {scenario}: server CPU ≤ 1.5x the ceiling's: not measured")
+            continue
+        verdict = "met" if gw_cpu <= 1.5 * ceiling else "NOT met"
+        out.append(
+            f"- {scenario}: server CPU per request ≤ 1.5x the ceiling's: {verdict}"
+            f" ({gw_cpu:,.0f} µs against {ceiling:,.0f} µs, {gw_cpu / ceiling:.2f}x)"
+        )
+    gw_cell = table.get(Key(README, PG, "call-c1"))
+    ceiling_cell = table.get(Key("ceiling", NO_DB, "call-c1"))
+    if gw_cell and gw_cell.results and ceiling_cell and ceiling_cell.results:
+        gap = gw_cell.latency("p50_ms") - ceiling_cell.latency("p50_ms")
+        verdict = "met" if gap <= 0.3 else "NOT met"
+        out.append(
+            f"- call-c1: p50 within 0.3 ms of the ceiling's: {verdict} (+{gap:.2f} ms)"
+        )
+    else:
+        out.append("- call-c1: p50 within 0.3 ms of the ceiling's: not measured")
+    sdk = _rps(table, Key("mcp-sdk", NO_DB, "call-c16"))
+    out.append(
+        _check(
+            "call-c16: gateway-uvicorn-readme ≥ 0.7x mcp-sdk under uvicorn (PG)",
+            _rps(table, Key("gateway-uvicorn-readme", PG, "call-c16")),
+            sdk,
+            0.7,
+        )
     )
     return out
 

@@ -156,14 +156,19 @@ class Runner:
         url = server.url(scenario.slug)
         if self.args.warmup > 0:
             run_wrk(self.wrk, url, scenario, token, self.args.warmup)
+        cpu_before = servers.cpu_seconds(server)
         result = run_wrk(self.wrk, url, scenario, token, self.args.seconds)
+        cpu = servers.cpu_seconds(server) - cpu_before
         cell = self.table.setdefault(key, Cell(results=[]))
         cell.results.append(result)
+        cell.cpu_us.append(cpu * 1e6 / result.requests if result.requests else 0.0)
+        cell.load.append(load_average())
         cell.unavailable = None
         note = f"  first error: {result.sample}" if result.errors else ""
         print(
             f"[run]     {scenario.name}: {result.rps:,.0f} req/s, "
             f"p50 {result.p50_ms:.2f} ms, p99 {result.p99_ms:.2f} ms, "
+            f"{cell.cpu_us[-1]:,.0f} µs CPU/request, load {cell.load[-1]:.2f}, "
             f"{result.errors} errors{note}",
             flush=True,
         )
@@ -176,7 +181,12 @@ class Runner:
                 cell.unavailable = reason
 
 
-def machine() -> list[str]:
+def load_average() -> float:
+    """The machine's 1-minute load average now (/proc/loadavg)."""
+    return float(Path("/proc/loadavg").read_text().split()[0])
+
+
+def machine(load_at_start: str) -> list[str]:
     def out(*command: str) -> str:
         done = subprocess.run(command, capture_output=True, text=True, check=False)  # noqa: S603
         return (
@@ -189,7 +199,8 @@ def machine() -> list[str]:
     return [
         f"- date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M UTC}",
         f"- `uname -a`: {out('uname', '-a')}",
-        f"- nproc: {out('nproc')}; load average at the end: {' '.join(load)}",
+        f"- nproc: {out('nproc')}; load average (1, 5, 15 min) at the start: "
+        f"{load_at_start}; at the end: {' '.join(load)}",
         f"- Python {platform.python_version()}; {out('wrk', '--version')}",
         f"- PostgreSQL: {out('psql', '--version')}",
     ]
@@ -200,6 +211,7 @@ def main(argv: list[str] | None = None) -> None:
     # Unwind on SIGTERM too, so every server started is stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()
+    load_at_start = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     runner = Runner(args)
     runner.install()
     runner.prepare()
@@ -209,7 +221,7 @@ def main(argv: list[str] | None = None) -> None:
     wall = time.monotonic() - started
     text = "\n".join(
         [
-            *machine(),
+            *machine(load_at_start),
             f"- command: `python benchmarks/run.py {flags}`",
             f"- {args.seconds:g} s per measurement after {args.warmup:g} s of "
             f"warm-up, {args.repeats} repeats (medians), wall time {wall:.0f} s",
@@ -218,9 +230,16 @@ def main(argv: list[str] | None = None) -> None:
                 runner.table, [row.name for row in runner.rows], scenario_order
             ),
             "",
+            report.LEGEND,
+            "",
             "Targets (gateway under gunicorn, PostgreSQL, API-token auth on):",
             "",
             *report.targets(runner.table),
+            "",
+            "Targets of the README defaults (gateway-gunicorn-readme: PostgreSQL,"
+            " API-token auth, audit log on):",
+            "",
+            *report.readme_targets(runner.table),
         ]
     )
     print(text)

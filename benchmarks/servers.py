@@ -37,6 +37,8 @@ class Row:
     family: str = ""  # rows of one family share a database set-up
     uses_db: bool = False
     env: tuple[tuple[str, str], ...] = ()  # the row's own settings
+    # The database URL's query; None: none at all (the settings' defaults).
+    db_query: str | None = "conn_max_age=600"
 
 
 def _gateway(
@@ -54,9 +56,34 @@ def _gateway(
     )
 
 
+def _mcpz(name: str, *, auth: bool) -> Row:
+    return Row(
+        name,
+        "gunicorn",
+        "benchmarks.peers.mcpz_site.wsgi:application",
+        "benchmarks.peers.mcpz_site.settings",
+        venv="mcpz",
+        family="mcpz",
+        uses_db=True,
+        env=() if auth else (("BENCH_MCPZ_AUTH", "none"),),
+    )
+
+
 ROWS = {
     row.name: row
     for row in (
+        # The README's deployment as it stands: `gunicorn config.wsgi`, a
+        # DATABASE_URL without options, every MCP_GATEWAY setting at its
+        # default (audit log on, AUDIT_DURABILITY "async", API tokens).
+        Row(
+            "gateway-gunicorn-readme",
+            "gunicorn",
+            "config.wsgi:application",
+            "config.settings",
+            family="gateway",
+            uses_db=True,
+            db_query=None,
+        ),
         _gateway(
             "gateway-gunicorn", "gunicorn", "config.wsgi:application", audit=False
         ),
@@ -71,21 +98,37 @@ ROWS = {
             durability="durable",
         ),
         _gateway("gateway-uvicorn", "uvicorn", "config.asgi:application", audit=False),
+        # The README's other deployment: `uvicorn config.asgi:application`, a
+        # DATABASE_URL without options (psycopg's pool, the ASGI default),
+        # every MCP_GATEWAY setting at its default.
+        Row(
+            "gateway-uvicorn-readme",
+            "uvicorn",
+            "config.asgi:application",
+            "config.settings",
+            family="gateway",
+            uses_db=True,
+            db_query=None,
+        ),
         Row(
             "ceiling",
             "gunicorn",
             "benchmarks.ceiling.wsgi:application",
             "benchmarks.ceiling.settings",
         ),
+        # The ceiling plus the gateway's unavoidable warm database work: one
+        # audit-like INSERT per tools/call, committed as AUDIT_DURABILITY
+        # "async" commits (benchmarks/ceiling/limit.py).
         Row(
-            "django-mcpz",
+            "physical-limit",
             "gunicorn",
-            "benchmarks.peers.mcpz_site.wsgi:application",
-            "benchmarks.peers.mcpz_site.settings",
-            venv="mcpz",
-            family="mcpz",
+            "benchmarks.ceiling.wsgi:application",
+            "benchmarks.ceiling.limit_settings",
+            family="limit",
             uses_db=True,
         ),
+        _mcpz("django-mcpz", auth=True),
+        _mcpz("django-mcpz-noauth", auth=False),
         Row("mcp-sdk", "uvicorn", "benchmarks.peers.sdk_app:app", venv="sdk"),
         Row(
             "django-mcp-server",
@@ -125,10 +168,11 @@ class Database:
     seed_exposures: int = 100
 
     def url(self, family: str) -> str:
+        """The database's URL, without options (a row adds its own)."""
         if self.name == "sqlite":
-            return f"sqlite:///{WORK / f'{family}.sqlite3'}?conn_max_age=600"
+            return f"sqlite:///{WORK / f'{family}.sqlite3'}"
         suffix = self.name.replace("-", "_")
-        return f"{PG}/bench_{family}_{suffix}?conn_max_age=600"
+        return f"{PG}/bench_{family}_{suffix}"
 
 
 @dataclass
@@ -207,14 +251,17 @@ def environment(row: Row, db_url: str | None, secret: str) -> dict[str, str]:
     env.update(row.env)
     if row.settings:
         env["DJANGO_SETTINGS_MODULE"] = row.settings
-    if db_url and row.server == "uvicorn":
+    query = row.db_query
+    if db_url and query and row.server == "uvicorn":
         # Under ASGI each request's thread would keep its own connection
         # until PostgreSQL runs out; Django advises none there, and a pool
         # (psycopg's) rather than a new connection per request.
         pooled = (
             "conn_max_age=0&pool=true" if db_url.startswith(PG) else "conn_max_age=0"
         )
-        db_url = db_url.replace("conn_max_age=600", pooled)
+        query = query.replace("conn_max_age=600", pooled)
+    if db_url and query:
+        db_url = f"{db_url}?{query}"
     env["DATABASE_URL"] = db_url or f"sqlite:///{WORK / 'unused.sqlite3'}"
     return env
 
@@ -233,6 +280,10 @@ def prepare(row: Row, database: Database, secret: str) -> Prepared:
             took = time.monotonic() - started
             print(f"[setup] gateway {database.name}: {took:.1f}s", flush=True)
             return Prepared(tokens=json.loads(out.strip().splitlines()[-1]))
+        if row.family == "limit":
+            module = "benchmarks.ceiling.limit"
+            _run([str(bin_dir(row) / "python"), "-m", module], "setup", env=env)
+            return Prepared()
         module = "benchmarks.peers.mcpz_site.setup"
         out = _run([str(bin_dir(row) / "python"), "-m", module], "setup", env=env)
         token = out.strip().splitlines()[-1]
@@ -376,14 +427,35 @@ def probe(server: Running, slug: str, body: bytes, headers: dict[str, str]) -> s
     raise Unavailable(f"probe failed: {problem}")
 
 
-def worker_rss_kib(server: Running) -> int | None:
-    """Resident memory of the largest worker process under the server."""
+def _children() -> dict[int, list[int]]:
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             parent = _ppid(entry)
             if parent is not None:
                 children.setdefault(parent, []).append(int(entry.name))
+    return children
+
+
+def cpu_seconds(server: Running) -> float:
+    """CPU time (user + system, every thread) of the server's processes so
+    far: the master and every process under it."""
+    children = _children()
+    ticks, todo = 0, [server.process.pid]
+    while todo:
+        pid = todo.pop()
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+        todo.extend(children.get(pid, []))
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def worker_rss_kib(server: Running) -> int | None:
+    """Resident memory of the largest worker process under the server."""
+    children = _children()
     leaves, todo = [], [server.process.pid]
     while todo:
         pid = todo.pop()

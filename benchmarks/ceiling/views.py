@@ -18,7 +18,11 @@ _TOOLS = {
 
 @csrf_exempt
 def endpoint(request: HttpRequest, slug: str) -> HttpResponse:
-    message = json.loads(request.body)
+    return answer(json.loads(request.body), slug)
+
+
+def answer(message: dict[str, Any], slug: str) -> HttpResponse:
+    """The JSON-RPC answer to a parsed request."""
     method = message.get("method")
     if method == "tools/call":
         result = _call(message["params"])

@@ -23,6 +23,7 @@ from mcp_gateway.endpoint.framing import (
     lacks_host,
     refusal_body,
 )
+from mcp_gateway.endpoint.threads import RequestThreads
 from mcp_gateway.engine_secrets import store
 
 __all__ = ["BoundaryGuard", "is_mount"]
@@ -37,13 +38,22 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 class BoundaryGuard:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        self.threads = RequestThreads()
         store.startup_check()  # wrong secret keys: refuse to start
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and _lacks_host(scope):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        # Django's handler would start (and join) a thread per request.
+        async with self.threads.request():
+            await self._http(scope, receive, send)
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if _lacks_host(scope):
             body = refusal_body(scope["path"], MISSING_HOST)
             await _send_json(send, 400, body)
-        elif scope["type"] != "http" or not is_mount(scope["path"]):
+        elif not is_mount(scope["path"]):
             await self.app(scope, receive, send)
         elif not scope.get("raw_path", b"/").startswith(b"/"):
             await _refuse(

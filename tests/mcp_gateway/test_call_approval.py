@@ -27,7 +27,9 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from demo.models import Note
+from engines_app.context import Principal
 from mcp_gateway import bookkeeping, call_approvals, tokens
+from mcp_gateway.audit import log as audit
 from mcp_gateway.audit.models import ExposureEvent, ToolCall
 from mcp_gateway.dispatch import approval
 from mcp_gateway.models import ApiToken, CallApproval, Exposure, Membership, Tenant
@@ -418,17 +420,15 @@ def test_a_parked_call_shows_staff_its_arguments_with_redacted_keys_masked(
 
 
 def test_a_parked_call_is_bound_to_the_caller_as_its_audit_row_names_it(
-    client, tenant, exposed, staff_mode
+    client, token, issued_token, exposed, staff_mode
 ):
-    user = User.objects.create_user("u" * 200)
-    Membership.objects.create(tenant=tenant, user=user)
-    secret = tokens.issue(tenant, user).secret
-
-    tool_error(call(client, secret, version="2025-11-25"))
+    tool_error(call(client, token, version="2025-11-25"))
 
     parked, row = CallApproval.objects.get(), ToolCall.objects.get()
     assert (parked.user, parked.token_prefix) == (row.user, row.token_prefix)
-    assert len(parked.user) == 150
+    assert (parked.user, parked.token_prefix) == ("alice", issued_token.token.prefix)
+    long = Principal(tenant="acme", user="u" * 200, token="t" * 40)
+    assert audit.actor_of(long) == ("u" * 150, "t" * 16)
 
 
 def test_mcp_audit_prune_deletes_old_parked_calls_that_can_decide_nothing(

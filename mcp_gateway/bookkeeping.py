@@ -108,13 +108,21 @@ def expose(
     by: Actor = None,
     registry: EngineRegistry | None = None,
     via: str = VIA_CODE,
+    requires_confirmation: bool = False,
 ) -> Exposure:
     """Expose one engine to ``tenant``.
 
     Raises:
         UnknownEngine, InvalidEngine, DuplicateExposure, ToolNameCollision.
     """
-    return expose_many(tenant, [engine_id], by=by, registry=registry, via=via)[0]
+    return expose_many(
+        tenant,
+        [engine_id],
+        by=by,
+        registry=registry,
+        via=via,
+        requires_confirmation=requires_confirmation,
+    )[0]
 
 
 def expose_many(
@@ -125,16 +133,24 @@ def expose_many(
     registry: EngineRegistry | None = None,
     via: str = VIA_CODE,
     action: str = "expose",
+    requires_confirmation: bool = False,
 ) -> list[Exposure]:
-    """Expose several engines: all of them or, on any error, none."""
+    """Expose several engines: all of them or, on any error, none.
+
+    With ``requires_confirmation`` the rows are created marked, in the same
+    transaction: one catalog version bump, no moment a listener could call
+    a new tool unconfirmed, and a "confirmation" event beside the exposure's.
+    """
     registry = _or_default(registry)
     engines = [_installed(registry, engine_id) for engine_id in engine_ids]
     try:
         with transaction.atomic():
             _lock(tenant)
-            created = _create(tenant, engines, by)
+            created = _create(tenant, engines, by, requires_confirmation)
             _bump(tenant)
             audit.record_change(tenant, action, engine_ids, by=by, via=via)
+            if requires_confirmation and engine_ids:
+                audit.record_change(tenant, "confirmation", engine_ids, by=by, via=via)
     except IntegrityError as exc:  # a concurrent change won the race
         raise _explain_integrity_error(tenant, engines) from exc
     return created
@@ -146,12 +162,15 @@ def expose_all(
     by: Actor = None,
     registry: EngineRegistry | None = None,
     via: str = VIA_CODE,
+    requires_confirmation: bool = False,
 ) -> ExposeAllResult:
     """Expose every installed engine not yet exposed; idempotent and atomic.
 
     An engine that cannot be exposed is skipped with the reason: it is
     invalid, or its tool name is taken by an exposed engine, or another
-    engine not exposed yet derives the same name (staff choose one).
+    engine not exposed yet derives the same name (staff choose one). With
+    ``requires_confirmation`` the new rows are created marked, as in
+    :func:`expose_many`.
     """
     registry = _or_default(registry)
     with transaction.atomic():
@@ -171,7 +190,13 @@ def expose_all(
                 new_ids.append(engine.id)
         created = (
             expose_many(
-                tenant, new_ids, by=by, registry=registry, via=via, action="expose_all"
+                tenant,
+                new_ids,
+                by=by,
+                registry=registry,
+                via=via,
+                action="expose_all",
+                requires_confirmation=requires_confirmation,
             )
             if new_ids
             else []
@@ -489,7 +514,9 @@ def _bump(tenant: Tenant) -> None:
     bus.publish(changed)
 
 
-def _create(tenant: Tenant, engines: list[Any], by: Actor) -> list[Exposure]:
+def _create(
+    tenant: Tenant, engines: list[Any], by: Actor, confirm: bool
+) -> list[Exposure]:
     taken = dict(tenant.exposures.values_list("tool_name", "engine_id"))
     rows = []
     for engine in engines:
@@ -499,11 +526,13 @@ def _create(tenant: Tenant, engines: list[Any], by: Actor) -> list[Exposure]:
         if name in taken:
             raise ToolNameCollision(name, engine.id, taken[name])
         taken[name] = engine.id
-        rows.append(_exposure(tenant, engine, name, by))
+        rows.append(_exposure(tenant, engine, name, by, confirm))
     return Exposure.objects.bulk_create(rows)
 
 
-def _exposure(tenant: Tenant, engine: Any, name: str, by: Actor) -> Exposure:
+def _exposure(
+    tenant: Tenant, engine: Any, name: str, by: Actor, confirm: bool
+) -> Exposure:
     return Exposure(
         tenant=tenant,
         engine_id=engine.id,
@@ -512,6 +541,7 @@ def _exposure(tenant: Tenant, engine: Any, name: str, by: Actor) -> Exposure:
         engine_version=engine.version,
         approved_definition=definition(engine),
         exposed_by=audit.acting_user(by),
+        requires_confirmation=confirm,
     )
 
 

@@ -4,7 +4,8 @@ A call to a tool that requires confirmation is parked (:func:`park`) under
 its tenant, caller (user and token) , tool and a hash of its arguments;
 staff approve or deny it (:func:`decide`, one audit event per tenant); the
 caller's retry with the same arguments before it expires takes the approval
-(:func:`take`) and runs once. Nothing here runs an engine.
+(:func:`take`) and runs once; :func:`prune` deletes old rows. Nothing here
+runs an engine.
 """
 
 from __future__ import annotations
@@ -17,12 +18,11 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Case, When
+from django.db.models import Case, Q, When
 from django.utils import timezone
 
 from engines_app.context import Principal
 from mcp_gateway.audit import log as audit
-from mcp_gateway.audit.callrecord import storable
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.models import CallApproval, Tenant
 
@@ -56,11 +56,12 @@ def latest(
     retry: an approved one first (two calls parked at once may both be
     pending, and staff approve either), else the newest."""
     approved_first = Case(When(state=State.APPROVED, then=0), default=1)
+    user, token_prefix = audit.actor_of(principal)
     return (
         CallApproval.objects.filter(
             tenant=tenant,
-            user=_user(principal),
-            token_prefix=_token(principal),
+            user=user,
+            token_prefix=token_prefix,
             tool_name=tool_name,
             arguments_hash=digest,
         )
@@ -77,15 +78,19 @@ def park(
     arguments: Mapping[str, Any],
     digest: str,
 ) -> CallApproval:
-    """Park the call for staff, pending until :func:`ttl` has passed."""
+    """Park the call for staff, pending until :func:`ttl` has passed.
+
+    The row shows staff the arguments with the tenant's redacted keys'
+    values replaced; the hash binds the exact arguments."""
     now = timezone.now()
+    user, token_prefix = audit.actor_of(principal)
     return CallApproval.objects.create(
         tenant=tenant,
-        user=_user(principal),
-        token_prefix=_token(principal),
+        user=user,
+        token_prefix=token_prefix,
         tool_name=tool_name,
         engine_id=engine_id,
-        arguments=audit.storable_json(dict(arguments)),
+        arguments=audit.storable_json(audit.redacted_arguments(tenant, arguments)),
         arguments_hash=digest,
         created_at=now,
         expires_at=now + ttl(),
@@ -133,17 +138,20 @@ def decide(approvals: Iterable[CallApproval], approve: bool, *, by: Any) -> int:
     return len(decided)
 
 
+def prune(older_than_days: int) -> int:
+    """Delete the parked calls asked before the cutoff that can no longer
+    decide a call (denied, expired, used, or past their expiry); returns
+    how many. ``mcp_audit prune`` runs it with the audit log's cutoff."""
+    now = timezone.now()
+    cutoff = now - timedelta(days=older_than_days)
+    done = Q(state__in=(State.DENIED, State.EXPIRED, State.USED))
+    old = CallApproval.objects.filter(created_at__lt=cutoff)
+    return old.filter(done | Q(expires_at__lte=now)).delete()[0]
+
+
 def _audit(decided: list[CallApproval], action: str, by: Any) -> None:
     by_tenant: dict[Tenant, set[str]] = defaultdict(set)
     for row in decided:
         by_tenant[row.tenant].add(row.engine_id)
     for tenant, engine_ids in by_tenant.items():
         audit.record_change(tenant, action, engine_ids, by=by, via="admin")
-
-
-def _user(principal: Principal) -> str:
-    return storable(principal.user or "")[:150]
-
-
-def _token(principal: Principal) -> str:
-    return (principal.token or "")[:16]

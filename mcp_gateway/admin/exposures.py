@@ -157,12 +157,12 @@ class ExposureAdmin(ActionPermissions, admin.ModelAdmin[Exposure]):
         if change:
             return  # only its groups and confirmation change, in save_related
         exposure = bookkeeping.expose(
-            obj.tenant, obj.engine_id, by=request.user, via="admin"
+            obj.tenant,
+            obj.engine_id,
+            by=request.user,
+            via="admin",
+            requires_confirmation=obj.requires_confirmation,
         )
-        if obj.requires_confirmation:
-            bookkeeping.require_confirmation(
-                exposure, True, by=request.user, via="admin"
-            )
         obj.pk = exposure.pk
         obj.refresh_from_db()
 

@@ -121,11 +121,10 @@ class ExposureViewSet(
     def perform_create(self, serializer: BaseSerializer[Exposure]) -> None:
         engine_id = serializer.validated_data["engine_id"]
         user = self.request.user
-        exposure = bookkeeping.expose(self.tenant, engine_id, by=user, via="api")
-        confirm = serializer.validated_data.get("requires_confirmation")
-        if confirm:
-            bookkeeping.require_confirmation(exposure, True, by=user, via="api")
-        serializer.instance = exposure
+        confirm = bool(serializer.validated_data.get("requires_confirmation"))
+        serializer.instance = bookkeeping.expose(
+            self.tenant, engine_id, by=user, via="api", requires_confirmation=confirm
+        )
 
     def perform_update(self, serializer: BaseSerializer[Exposure]) -> None:
         exposure = serializer.instance

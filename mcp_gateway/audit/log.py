@@ -60,11 +60,12 @@ def record_call(record: CallRecord, tenant: Tenant, principal: Principal) -> Non
     observe.call_done(record, tenant)  # quotas given back, metrics, the span
     if not gateway_settings().AUDIT_CALLS:
         return
+    user, token_prefix = actor_of(principal)
     call = ToolCall(
         tenant=tenant,
         tenant_slug=tenant.slug,
-        user=storable(principal.user or "")[:150],
-        token_prefix=(principal.token or "")[:16],
+        user=user,
+        token_prefix=token_prefix,
         tool_name=record.tool_name,
         engine_id=storable(record.engine_id)[:200],
         engine_version=storable(record.engine_version)[:64],
@@ -124,10 +125,23 @@ async def arecord_call(
     await sync_to_async(record_call)(record, tenant, principal)
 
 
+def actor_of(principal: Principal) -> tuple[str, str]:
+    """The user and token prefix a row keeps of ``principal``: the audit
+    row's and a parked call's binding (``call_approvals``) alike."""
+    return storable(principal.user or "")[:150], (principal.token or "")[:16]
+
+
 def arguments_to_keep(tenant: Tenant, arguments: Mapping[str, Any]) -> Any:
     """The arguments as the tenant's switch allows storing them, or ``None``."""
     if not tenant.audit_arguments:
         return None
+    return redacted_arguments(tenant, arguments)
+
+
+def redacted_arguments(tenant: Tenant, arguments: Mapping[str, Any]) -> Any:
+    """The arguments with the values of the tenant's ``audit_redacted_keys``
+    replaced, whatever its ``audit_arguments`` switch: what staff are shown
+    of a call they must judge (a parked call), never the redacted values."""
     keys = tenant.audit_redacted_keys
     names = {str(key).lower() for key in keys} if isinstance(keys, list) else set()
     return redact(arguments, frozenset(names))

@@ -322,6 +322,7 @@ def by_staff(
     state = CallApproval.State
     if parked is not None and parked.state == state.APPROVED:
         if call_approvals.take(parked):
+            _confirmed_by_staff(scope)
             return Verdict()
         if parked.is_expired:
             call_approvals.expire(parked)
@@ -379,3 +380,24 @@ def _finish(scope: CallScope, outcome: str, code: str = "") -> None:
 
 def _invalid(message: str) -> MCPError:
     return MCPError(types.INVALID_PARAMS, message)
+
+
+# -- Staff's confirmation in the audit log ----------------------------------------
+
+
+def _confirmed_by_staff(scope: CallScope) -> None:
+    """The ``confirmed`` audit row of a staff-approved call, before its
+    run's own (as :func:`_confirmed` writes the caller's)."""
+    record = scope.record
+    if record is None:
+        return
+    confirmation = CallRecord(
+        request_id=record.request_id,
+        protocol_version=record.protocol_version,
+        tool_name=record.tool_name,
+        engine_id=record.engine_id,
+        engine_version=record.engine_version,
+        arguments=record.arguments,
+    )
+    confirmation.finish(callrecord.CONFIRMED)
+    audit.record_call(confirmation, scope.tenant, scope.principal)

@@ -1,7 +1,11 @@
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from engines_app.registry import default_registry
-from mcp_gateway import bookkeeping
+from mcp_gateway import bookkeeping, bus
 from mcp_gateway.audit.models import ExposureEvent
 from mcp_gateway.models import Exposure
 
@@ -21,6 +25,36 @@ def test_posting_an_engine_id_exposes_it_through_bookkeeping(api, tenant, staff)
     assert body["exposed_by"] == staff.username
     tenant.refresh_from_db()
     assert tenant.catalog_version == version + 1
+
+
+def test_posting_with_confirmation_publishes_one_change_already_marked(
+    api, tenant, monkeypatch: pytest.MonkeyPatch
+):
+    published: list[dict[str, bool]] = []
+
+    def spy(event: Any, **kwargs: Any) -> None:
+        rows = Exposure.objects.filter(tenant_id=event.tenant)
+        published.append(dict(rows.values_list("engine_id", "requires_confirmation")))
+
+    monkeypatch.setattr(bus, "publish", spy)
+    version = tenant.catalog_version
+
+    response = api.post(
+        URL,
+        {"engine_id": "demo.echo", "requires_confirmation": True},
+        format="json",
+    )
+
+    assert response.status_code == 201
+    assert response.json()["requires_confirmation"] is True
+    assert published == [{"demo.echo": True}]
+    tenant.refresh_from_db()
+    assert tenant.catalog_version == version + 1
+    events = ExposureEvent.objects.values_list("action", "catalog_version", "via")
+    assert sorted(events) == [
+        ("confirmation", version + 1, "api"),
+        ("expose", version + 1, "api"),
+    ]
 
 
 def test_exposures_are_listed_with_their_tool_names(api, tenant):

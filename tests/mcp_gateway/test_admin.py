@@ -18,7 +18,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from engines_app.registry import default_registry
-from mcp_gateway import bookkeeping, tokens
+from mcp_gateway import bookkeeping, bus, tokens
 from mcp_gateway.audit.models import ExposureEvent
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
 
@@ -257,6 +257,27 @@ def test_add_form_exposes_through_the_bookkeeping_service(
     assert exposure.exposed_by == admin_staff
     assert exposure.fingerprint
     assert admin_tenant.catalog_version > version
+
+
+def test_add_form_with_confirmation_publishes_one_change_already_marked(
+    admin_client, admin_tenant, monkeypatch: pytest.MonkeyPatch
+):
+    published: list[dict[str, bool]] = []
+
+    def spy(event: Any, **kwargs: Any) -> None:
+        rows = Exposure.objects.filter(tenant_id=event.tenant)
+        published.append(dict(rows.values_list("engine_id", "requires_confirmation")))
+
+    monkeypatch.setattr(bus, "publish", spy)
+    data = {
+        "tenant": admin_tenant.pk,
+        "engine_id": "demo.add",
+        "requires_confirmation": "on",
+    }
+
+    admin_client.post(url("exposure_add"), data, follow=True)
+
+    assert published == [{"demo.add": True}]
 
 
 def test_add_form_collision_is_a_message_naming_both_engines(

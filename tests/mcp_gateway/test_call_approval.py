@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import timedelta
+from io import StringIO
 from typing import Any
 from unittest import mock
 
@@ -19,13 +20,16 @@ import mcp_types as types
 import pytest
 from django.contrib.auth.models import User
 from django.core.cache import caches
+from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
 
 from demo.models import Note
-from mcp_gateway import bookkeeping, tokens
+from engines_app.context import Principal
+from mcp_gateway import bookkeeping, call_approvals, tokens
+from mcp_gateway.audit import log as audit
 from mcp_gateway.audit.models import ExposureEvent, ToolCall
 from mcp_gateway.dispatch import approval
 from mcp_gateway.models import ApiToken, CallApproval, Exposure, Membership, Tenant
@@ -421,7 +425,63 @@ def test_a_call_is_parked_until_staff_approve_then_runs_once(
         ["demo.add_note"],
         "root-approve_selected",
     )
-    assert outcomes() == ["awaiting", "awaiting", "ok", "awaiting"]
+    assert outcomes() == ["awaiting", "awaiting", "confirmed", "ok", "awaiting"]
+    confirmed, run = ToolCall.objects.filter(outcome__in=["confirmed", "ok"]).order_by(
+        "pk"
+    )
+    assert (confirmed.request_id, confirmed.user) == (run.request_id, run.user)
+
+
+@pytest.mark.parametrize("audit_arguments", [False, True])
+def test_a_parked_call_shows_staff_its_arguments_with_redacted_keys_masked(
+    client, token, tenant, exposed, staff_mode, audit_arguments
+):
+    tenant.audit_arguments = audit_arguments
+    tenant.audit_redacted_keys = ["TITLE"]
+    tenant.save()
+
+    tool_error(call(client, token, version="2025-11-25"))
+    parked = CallApproval.objects.get()
+    admin_decides(client, "approve_selected", parked)
+    ran = result_of(call(client, token, version="2025-11-25"))
+
+    assert parked.arguments == {"title": "[redacted]"}
+    assert parked.arguments_hash == call_approvals.arguments_hash(ARGS)
+    assert ran["isError"] is False
+    assert notes() == ["groceries"]
+
+
+def test_a_parked_call_is_bound_to_the_caller_as_its_audit_row_names_it(
+    client, token, issued_token, exposed, staff_mode
+):
+    tool_error(call(client, token, version="2025-11-25"))
+
+    parked, row = CallApproval.objects.get(), ToolCall.objects.get()
+    assert (parked.user, parked.token_prefix) == (row.user, row.token_prefix)
+    assert (parked.user, parked.token_prefix) == ("alice", issued_token.token.prefix)
+    long = Principal(tenant="acme", user="u" * 200, token="t" * 40)
+    assert audit.actor_of(long) == ("u" * 150, "t" * 16)
+
+
+def test_mcp_audit_prune_deletes_old_parked_calls_that_can_decide_nothing(
+    client, token, exposed, staff_mode
+):
+    for title in ("used", "denied", "expired", "late", "live", "new"):
+        tool_error(call(client, token, arguments={"title": title}))
+    rows = {row.arguments["title"]: row for row in CallApproval.objects.all()}
+    for state in ("used", "denied", "expired"):
+        CallApproval.objects.filter(pk=rows[state].pk).update(state=state)
+    old = timezone.now() - timedelta(days=40)
+    CallApproval.objects.exclude(pk=rows["new"].pk).update(created_at=old)
+    CallApproval.objects.filter(pk=rows["late"].pk).update(expires_at=old)
+    CallApproval.objects.filter(pk=rows["live"].pk).update(state="approved")
+    out = StringIO()
+
+    call_command("mcp_audit", "prune", "--older-than", "30", stdout=out)
+
+    kept = CallApproval.objects.values_list("arguments__title", flat=True)
+    assert sorted(kept) == ["live", "new"]
+    assert "and 4 parked calls older than 30 days." in out.getvalue()
 
 
 def test_an_approval_is_for_its_arguments_and_caller_only(
@@ -593,13 +653,15 @@ def test_parking_and_the_approved_run_cost_a_lookup_and_a_write(
     admin_decides(client, "approve_selected", CallApproval.objects.get())
     ApiToken.objects.update(last_used_at=timezone.now())
 
-    with django_assert_num_queries(4) as captured:
-        ran = result_of(call(client, warm, "demo_echo", ECHO))  # look up, take, audit
+    with django_assert_num_queries(5) as captured:
+        # look up, take, the confirmed row, the run's row
+        ran = result_of(call(client, warm, "demo_echo", ECHO))
 
     assert ran["isError"] is False
     assert [q["sql"].split()[0] for q in captured.captured_queries[1:]] == [
         "SELECT",
         "UPDATE",
+        "INSERT",
         "INSERT",
     ]
 

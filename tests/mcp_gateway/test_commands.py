@@ -18,7 +18,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from engines_app.registry import default_registry
-from mcp_gateway import bookkeeping, tokens
+from mcp_gateway import bookkeeping, bus, tokens
 from mcp_gateway.audit.models import ExposureEvent
 from mcp_gateway.fingerprint import fingerprint
 from mcp_gateway.models import ApiToken, Exposure, Membership, Tenant
@@ -225,6 +225,68 @@ def test_expose_can_require_confirmation_and_engines_shows_it(cmd_tenant):
     assert [line.split()[-1] for line in table[1:]] == ["no", "yes"]
     event = ExposureEvent.objects.get(action="confirmation")
     assert (event.engine_ids, event.via) == (["demo.echo"], "command")
+
+
+@pytest.fixture
+def published(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, bool]]:
+    """Each catalog change as published: the tenant's exposures (engine id:
+    requires confirmation) at that moment."""
+    seen: list[dict[str, bool]] = []
+
+    def spy(event: Any, **kwargs: Any) -> None:
+        rows = Exposure.objects.filter(tenant_id=event.tenant)
+        seen.append(dict(rows.values_list("engine_id", "requires_confirmation")))
+
+    monkeypatch.setattr(bus, "publish", spy)
+    return seen
+
+
+def test_expose_with_confirmation_publishes_one_change_already_marked(
+    cmd_tenant, published
+):
+    run("mcp_expose", "acme", "demo.echo", "demo.add", "--require-confirmation")
+
+    assert published == [{"demo.echo": True, "demo.add": True}]
+    actions = ExposureEvent.objects.values_list("action", "catalog_version")
+    version = Tenant.objects.get(pk=cmd_tenant.pk).catalog_version
+    assert sorted(actions) == [("confirmation", version), ("expose", version)]
+
+
+@pytest.mark.usefixtures("cmd_without_collision")
+def test_expose_all_with_confirmation_publishes_one_change_already_marked(
+    cmd_tenant, published
+):
+    run("mcp_expose", "acme", "--all", "--require-confirmation")
+
+    assert published == [dict.fromkeys(default_registry.ids(), True)]
+
+
+def test_expose_with_confirmation_marks_an_engine_already_exposed(cmd_tenant):
+    run("mcp_expose", "acme", "demo.echo")
+
+    out = run("mcp_expose", "acme", "demo.echo", "demo.add", "--require-confirmation")
+    again = run("mcp_expose", "acme", "demo.echo", "--require-confirmation")
+
+    marked = dict(
+        cmd_tenant.exposures.values_list("engine_id", "requires_confirmation")
+    )
+    assert marked == {"demo.echo": True, "demo.add": True}
+    assert out == (
+        "Exposed 1 engine to 'acme': demo_add.\ndemo_echo now requires confirmation.\n"
+    )
+    assert again == "demo_echo already requires confirmation.\n"
+
+
+@pytest.mark.usefixtures("cmd_without_collision")
+def test_expose_all_with_confirmation_marks_the_exposed_ones_too(cmd_tenant):
+    run("mcp_expose", "acme", "demo.echo")
+
+    out = run("mcp_expose", "acme", "--all", "--require-confirmation")
+
+    assert set(
+        cmd_tenant.exposures.values_list("requires_confirmation", flat=True)
+    ) == {True}
+    assert out.endswith("demo_echo now requires confirmation.\n")
 
 
 def test_expose_is_atomic_one_unknown_engine_exposes_none(cmd_tenant):

@@ -1,6 +1,8 @@
 """``mcp_audit prune|seal|verify``: keep the audit log bounded and evident.
 
 - ``prune --older-than DAYS``: delete old rows; each chain keeps an anchor.
+  Parked calls (``CallApproval``) asked before the cutoff go too, once they
+  can no longer decide a call.
 - ``seal [--tenant SLUG]``: chain committed rows (run it from cron or a
   timer, every minute say); writes ``AUDIT_STREAM`` when it is set.
 - ``verify [--tenant SLUG]``: recompute the chains; exits non-zero at the
@@ -13,6 +15,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from mcp_gateway import call_approvals
 from mcp_gateway.audit import log as audit
 from mcp_gateway.audit_chain import seal, verify
 from mcp_gateway.management.base import plural
@@ -46,9 +49,11 @@ class Command(BaseCommand):
         if days < 0:
             raise CommandError("--older-than must be zero or more days.")
         calls, changes = audit.prune(days)
+        parked = call_approvals.prune(days)
         self.stdout.write(
-            f"Deleted {plural(calls, 'tool call')} and "
-            f"{plural(changes, 'exposure change')} older than {days} days."
+            f"Deleted {plural(calls, 'tool call')}, "
+            f"{plural(changes, 'exposure change')} and "
+            f"{plural(parked, 'parked call')} older than {days} days."
         )
 
     def _verify(self, tenant: str | None) -> None:

@@ -292,21 +292,7 @@ def _expiry() -> float:
 
 async def _confirmed(scope: CallScope) -> None:
     """The audit row of the confirmation itself, before the run's own."""
-    record = scope.record
-    if record is None:
-        return
-    confirmation = CallRecord(
-        request_id=record.request_id,
-        protocol_version=record.protocol_version,
-        tool_name=record.tool_name,
-        engine_id=record.engine_id,
-        engine_version=record.engine_version,
-        arguments=record.arguments,
-    )
-    confirmation.finish(callrecord.CONFIRMED)
-    await run_sync_outside_loop(
-        audit.record_call, confirmation, scope.tenant, scope.principal
-    )
+    await run_sync_outside_loop(_record_confirmed, scope)
 
 
 # -- CALL_APPROVAL = "staff": parked, then approved or denied in the admin ----------
@@ -322,7 +308,7 @@ def by_staff(
     state = CallApproval.State
     if parked is not None and parked.state == state.APPROVED:
         if call_approvals.take(parked):
-            _confirmed_by_staff(scope)
+            _record_confirmed(scope)
             return Verdict()
         if parked.is_expired:
             call_approvals.expire(parked)
@@ -385,9 +371,9 @@ def _invalid(message: str) -> MCPError:
 # -- Staff's confirmation in the audit log ----------------------------------------
 
 
-def _confirmed_by_staff(scope: CallScope) -> None:
-    """The ``confirmed`` audit row of a staff-approved call, before its
-    run's own (as :func:`_confirmed` writes the caller's)."""
+def _record_confirmed(scope: CallScope) -> None:
+    """The ``confirmed`` audit row of a call the caller or staff confirmed,
+    before its run's own."""
     record = scope.record
     if record is None:
         return

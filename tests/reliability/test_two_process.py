@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -71,6 +72,22 @@ def both(servers: tuple[Server, Server], secret: str) -> list[tuple[list[str], A
     return [tools_list(server, secret) for server in servers]
 
 
+def served(
+    servers: tuple[Server, Server], secret: str, expected: list[str]
+) -> list[tuple[list[str], Any]]:
+    """What both serve once each has ``expected``, or after 1 s: over a bus
+    that crosses processes a worker keeps the tenant's row until the change
+    arrives (docs/performance.md), within 1 s while the bus is up."""
+    deadline = time.monotonic() + 1.0
+    while True:
+        answers = both(servers, secret)
+        if all(names == expected for names, _ in answers):
+            return answers
+        if time.monotonic() > deadline:
+            return answers
+        time.sleep(0.02)
+
+
 def manage(*args: str) -> None:
     env = {
         **os.environ,
@@ -96,11 +113,12 @@ def test_a_command_in_another_process_is_served_by_both_servers(servers, secret)
 
     manage("mcp_expose", "acme", "demo.add")
 
-    assert both(servers, secret) == [(["demo_add", "demo_echo"], version())] * 2
+    expected = ["demo_add", "demo_echo"]
+    assert served(servers, secret, expected) == [(expected, version())] * 2
 
     manage("mcp_unexpose", "acme", "demo.echo")
 
-    assert both(servers, secret) == [(["demo_add"], version())] * 2
+    assert served(servers, secret, ["demo_add"]) == [(["demo_add"], version())] * 2
 
 
 def test_a_change_made_in_process_is_served_by_both_servers(servers, secret):
@@ -110,8 +128,10 @@ def test_a_change_made_in_process_is_served_by_both_servers(servers, secret):
     bookkeeping.expose(tenant, "demo.whoami")
 
     assert before == [(["demo_echo"], version() - 1)] * 2
-    assert both(servers, secret) == [(["demo_echo", "demo_whoami"], version())] * 2
+    expected = ["demo_echo", "demo_whoami"]
+    assert served(servers, secret, expected) == [(expected, version())] * 2
 
     bookkeeping.unexpose(tenant, "demo.echo")
 
-    assert both(servers, secret) == [(["demo_whoami"], version())] * 2
+    expected = ["demo_whoami"]
+    assert served(servers, secret, expected) == [(expected, version())] * 2

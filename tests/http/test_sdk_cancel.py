@@ -6,7 +6,9 @@ by aborting the request. The Python SDK (mcp) and the TypeScript SDK (v1 for
 ``MCP_MAX_CONCURRENT_CALLS_PER_TENANT=1``, counted in Redis: the lease key
 tells when the call runs, and its going when the engine has stopped
 (``demo_slow`` would run 30 s). The audit row says ``cancelled``; a call
-after it in the same session is served.
+after it in the same session is served. A 2025 client's cancel is also sent
+to a second server sharing the cache and the bus (another worker, another
+kind): each client POSTs its ``notifications/cancelled`` there.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import httpx2
 import pytest
 import redis
 from django.contrib.auth.models import User
+from django.db import connection
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -30,7 +33,7 @@ from mcp_gateway import bookkeeping, tokens
 from mcp_gateway.audit.models import ToolCall
 from mcp_gateway.models import Tenant
 from tests.live.node import CLIENTS, NODE_BIN, node_env
-from tests.live.servers import Server
+from tests.live.servers import Server, database_url, running
 from tests.services import redis_running
 
 REDIS_DB = 10
@@ -63,6 +66,17 @@ def forget(client: redis.Redis) -> None:
     for pattern in (LEASES, RUNNING):
         for key in client.scan_iter(pattern):
             client.delete(key)
+
+
+@pytest.fixture(scope="module")
+def other(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server of the other kind, sharing the database, cache and bus."""
+    kind = "uvicorn" if server.kind == "gunicorn" else "gunicorn"
+    tmp = tmp_path_factory.mktemp(f"other-{kind}")
+    with running(
+        kind, database_url(connection.settings_dict), tmp, **SERVER_ENV
+    ) as live:
+        yield live
 
 
 @pytest.fixture
@@ -111,12 +125,36 @@ async def until(check: Callable[[], bool]) -> None:
     raise AssertionError("never happened")
 
 
+class CancelsElsewhere(httpx2.AsyncBaseTransport):
+    """POSTs every ``notifications/cancelled`` to ``port``; counts them."""
+
+    def __init__(self, port: int | None) -> None:
+        self.port = port
+        self.routed = 0
+        self.inner = httpx2.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if self.port is not None and b'"notifications/cancelled"' in request.content:
+            self.routed += 1
+            request.url = request.url.copy_with(port=self.port)
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
 async def _python_cancel(
-    url: str, secret: str, mode: str, leases: redis.Redis, version: str
+    url: str,
+    secret: str,
+    mode: str,
+    leases: redis.Redis,
+    version: str,
+    cancel_port: int | None = None,
 ) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {secret}"}
+    transport = CancelsElsewhere(cancel_port)
     async with (
-        httpx2.AsyncClient(headers=headers) as http,
+        httpx2.AsyncClient(headers=headers, transport=transport) as http,
         Client(streamable_http_client(url, http_client=http), mode=mode) as client,
     ):
         slow = asyncio.ensure_future(client.call_tool("demo_slow", {"seconds": 30}))
@@ -125,7 +163,11 @@ async def _python_cancel(
         await asyncio.gather(slow, return_exceptions=True)
         await until(lambda: in_flight(leases) == 0)  # the engine stopped
         echo = await client.call_tool("demo_echo", {"text": "after"})
-        return {"version": client.protocol_version, "echo": echo}
+        return {
+            "version": client.protocol_version,
+            "echo": echo,
+            "routed": transport.routed,
+        }
 
 
 @pytest.mark.parametrize(("mode", "version"), ERAS)
@@ -218,4 +260,33 @@ def test_the_typescript_sdk_cancels_a_call(
     assert started == {"started": version}
     assert aborted["aborted"] is not None  # the call failed: aborted
     assert echo["echo"].get("isError") is not True
+    eventually(lambda: outcomes() == ["cancelled", "ok"])
+
+
+# -- A 2025 cancel on another worker ------------------------------------------------
+
+
+@pytest.mark.parametrize("sdk", ["python", "v1", "v2"])
+def test_a_2025_cancel_posted_to_another_worker_stops_the_call(
+    server, other, secret, leases, script, sdk
+):
+    url = f"{server.url}/t/acme/mcp"
+    if sdk == "python":
+        session = asyncio.run(
+            _python_cancel(url, secret, "legacy", leases, "2025-11-25", other.port)
+        )
+        routed, echo = session["routed"], session["echo"].is_error
+    else:
+        client = script(sdk, "legacy", url, secret, f"{other.url}/t/acme/mcp")
+        client.read()
+        eventually(cancellable(leases, "2025-11-25"))
+        client.tell("cancel")
+        client.read()
+        eventually(lambda: in_flight(leases) == 0)  # the engine stopped
+        client.tell("echo")
+        said = client.read()
+        routed, echo = said["routed"], said["echo"].get("isError")
+
+    assert routed >= 1  # the cancel went to the other server
+    assert echo is not True
     eventually(lambda: outcomes() == ["cancelled", "ok"])

@@ -73,9 +73,8 @@ def other(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     """A server of the other kind, sharing the database, cache and bus."""
     kind = "uvicorn" if server.kind == "gunicorn" else "gunicorn"
     tmp = tmp_path_factory.mktemp(f"other-{kind}")
-    with running(
-        kind, database_url(connection.settings_dict), tmp, **SERVER_ENV
-    ) as live:
+    env: dict[str, Any] = SERVER_ENV
+    with running(kind, database_url(connection.settings_dict), tmp, **env) as live:
         yield live
 
 

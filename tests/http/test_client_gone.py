@@ -19,12 +19,13 @@ from typing import Any
 import pytest
 import redis
 from django.contrib.auth.models import User
+from django.db import connection
 
 from mcp_gateway import bookkeeping, tokens
 from mcp_gateway.audit.models import ToolCall
 from mcp_gateway.models import Tenant
 from tests.live import rawhttp
-from tests.live.servers import Server
+from tests.live.servers import Server, database_url, running
 from tests.services import redis_running
 
 REDIS_DB = 11
@@ -55,6 +56,10 @@ def leases() -> Iterator[redis.Redis]:
 
 @pytest.fixture
 def secret(server: Server, leases: redis.Redis) -> str:
+    return new_secret()
+
+
+def new_secret() -> str:
     tenant = Tenant.objects.create(slug="acme", name="Acme")
     bookkeeping.expose_many(tenant, ["demo.slow", "demo.echo"])
     return tokens.issue(tenant, User.objects.create_user("alice")).secret
@@ -157,6 +162,25 @@ def test_a_client_closing_its_connection_cancels_the_call(
     assert code(busy) == "BUSY"
     assert code(after) is None
     assert outcomes() == ["busy", "cancelled", "ok"]
+
+
+def test_under_gunicorns_sync_worker_too(leases, tmp_path):
+    # One thread: the closed call must end before anything else is served.
+    secret = new_secret()
+    url = database_url(connection.settings_dict)
+    env = {**SERVER_ENV, "MCPGW_GUNICORN_THREADS": "1"}
+    with running("gunicorn", url, tmp_path, **env) as server:
+        sock = socket.create_connection((server.host, server.port), timeout=10)
+        with sock:
+            data = request(server, secret, ERAS[1], "demo_slow", {"seconds": 20})
+            sock.sendall(data)
+            eventually(lambda: in_flight(leases) == 1)
+
+        eventually(lambda: outcomes() == ["cancelled"])
+        after = call(server, secret, ERAS[1], "demo_echo", {"text": "x"})
+
+    assert code(after) is None
+    assert outcomes() == ["cancelled", "ok"]
 
 
 @pytest.mark.parametrize("version", ERAS)

@@ -168,7 +168,7 @@ def test_under_gunicorns_sync_worker_too(leases, tmp_path):
     # One thread: the closed call must end before anything else is served.
     secret = new_secret()
     url = database_url(connection.settings_dict)
-    env = {**SERVER_ENV, "MCPGW_GUNICORN_THREADS": "1"}
+    env: dict[str, Any] = {**SERVER_ENV, "MCPGW_GUNICORN_THREADS": "1"}
     with running("gunicorn", url, tmp_path, **env) as server:
         sock = socket.create_connection((server.host, server.port), timeout=10)
         with sock:

@@ -128,13 +128,23 @@ def run(
     wire: Wire | None = None,
 ) -> types.CallToolResult:
     """Run the engine from sync code (WSGI), with its secrets, and record the
-    outcome; on the 2025 wires (``wire``) a client's cancel reaches it."""
-    with _watching(scope, wire, context) as running:
-        result = engine_secrets.call(
-            entry.engine,
-            context,
-            lambda context: adapter.execute(entry.engine, arguments, context),
-        )
+    outcome; on the 2025 wires (``wire``) a client's cancel reaches it, and
+    on every wire a client gone away (``scope.client_gone``) cancels it.
+
+    Raises:
+        deadlines.CallerGone: the client went away (recorded ``cancelled``).
+    """
+    gone = scope.client_gone
+    try:
+        with _watching(scope, wire, context) as running:
+            result = engine_secrets.call(
+                entry.engine,
+                context,
+                lambda context: adapter.execute(entry.engine, arguments, context, gone),
+            )
+    except deadlines.CallerGone:
+        finish(scope, callrecord.CANCELLED)
+        raise
     finish_result(scope, result, running)
     return result
 

@@ -33,6 +33,9 @@ class CallScope:
     """The endpoint streams change notifications (ASGI): ``tools.listChanged``."""
     elicit: Elicit | None = None
     """The call's SSE stream can carry a question to the client (ASGI)."""
+    client_gone: Callable[[], bool] | None = None
+    """Whether the client has closed its connection, where a sync server
+    can tell (gunicorn); the engine of a ``tools/call`` stops when it has."""
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from mcp_gateway.catalog import catalog_for
 from mcp_gateway.conf import AUTH_DISABLED, auth_may_be_disabled, gateway_settings
 from mcp_gateway.dispatch import asking, cancellation
 from mcp_gateway.dispatch.scope import CallScope
-from mcp_gateway.endpoint import access, bearer, boundary
+from mcp_gateway.endpoint import access, bearer, boundary, peer
 from mcp_gateway.endpoint.challenge import challenge, insufficient_scope
 from mcp_gateway.endpoint.tenancy import TenantLookup
 from mcp_gateway.limits import quotas
@@ -219,7 +219,14 @@ def call_scope(
         if record is not None:
             _record_denied(request, record, tenant, principal, message)
         return insufficient_scope(tenant, message.id)
-    return CallScope(tenant, catalog, principal, request.headers, record=record)
+    return CallScope(
+        tenant,
+        catalog,
+        principal,
+        request.headers,
+        record=record,
+        client_gone=peer.probe(request.META),
+    )
 
 
 def _record_denied(

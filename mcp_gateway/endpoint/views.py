@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -12,10 +13,11 @@ from engines_app.context import Principal
 from mcp_gateway import jsonrpc
 from mcp_gateway.audit import log as audit
 from mcp_gateway.dispatch.core import handle
-from mcp_gateway.dispatch.scope import Outcome
+from mcp_gateway.dispatch.scope import CallScope, Outcome
 from mcp_gateway.endpoint import boundary
 from mcp_gateway.endpoint.admission import admit, call_scope
 from mcp_gateway.models import Tenant
+from mcp_gateway.runtime import deadlines
 
 logger = logging.getLogger("mcp_gateway")
 
@@ -40,13 +42,26 @@ def _dispatch(
         scope = call_scope(request, tenant, principal, message)
         if isinstance(scope, HttpResponse):
             return scope
-        outcome = handle(message.payload, scope)
+        outcome = _handled(message.payload, scope)
         if scope.record is not None:
             audit.record_call(scope.record, tenant, principal)
     except DatabaseError:
         logger.exception("Database unavailable while serving tenant %r", tenant.slug)
         return boundary.unavailable(message.id)
     return response_of(outcome)
+
+
+def _handled(payload: dict[str, Any], scope: CallScope) -> Outcome:
+    """The answer; for a client gone away mid-call, none worth writing."""
+    try:
+        return handle(payload, scope)
+    except deadlines.CallerGone:
+        return CLIENT_GONE
+
+
+CLIENT_GONE = Outcome(499, None, {})
+"""What the log says of a call whose client closed its connection
+(nginx's "client closed request"); no one reads it."""
 
 
 def response_of(outcome: Outcome) -> HttpResponse:

@@ -215,7 +215,8 @@ class _Run:
     when that already answers (a refusal, ``BUSY``). Leaving it closes the
     span and the slot and turns every failure into a tool result
     (``TIMEOUT``, ``BUSY``, the engine's own error, ``EXECUTION_FAILED``).
-    A cancellation is no failure: it passes through.
+    A cancellation is no failure: it passes through, as does a client gone
+    away (``deadlines.CallerGone``).
     """
 
     def __init__(
@@ -248,7 +249,7 @@ class _Run:
         suppressed = bool(self._stack.__exit__(kind, exc, traceback))
         if exc is None or suppressed:
             return suppressed
-        if not isinstance(exc, Exception):
+        if not isinstance(exc, Exception) or isinstance(exc, deadlines.CallerGone):
             return False  # a cancellation: the caller's to handle
         self.result = _failed(self.engine, exc)
         return True
@@ -260,17 +261,25 @@ class _Run:
 
 
 def execute(
-    engine: Any, arguments: Mapping[str, Any], context: EngineContext
+    engine: Any,
+    arguments: Mapping[str, Any],
+    context: EngineContext,
+    client_gone: deadlines.ClientGone | None = None,
 ) -> types.CallToolResult:
     """Run ``engine`` from sync code; every outcome is a tool result.
 
     A sync engine runs in the bounded engine pool until its deadline, as under
-    :func:`aexecute`, but without an event loop; an async engine runs on this
-    thread's loop. An ``InputRequest`` is a tool error (no one to ask).
+    :func:`aexecute`, but without an event loop, or until ``client_gone``
+    says the client went away; an async engine runs on this thread's loop.
+    An ``InputRequest`` is a tool error (no one to ask).
+
+    Raises:
+        deadlines.CallerGone: the client went away while a sync engine ran.
     """
     with _Run(engine, arguments, context) as run:
         if run.result is None:
-            run.result = to_result(engine, _run_blocking(engine, context))
+            value = _run_blocking(engine, context, client_gone)
+            run.result = to_result(engine, value)
     result = run.answer()
     if not isinstance(result, types.CallToolResult):  # never: nobody was asked
         raise TypeError("An input request from sync code.")
@@ -335,12 +344,14 @@ def _failed(engine: Any, exc: Exception) -> types.CallToolResult:
     return _failure(engine, exc)
 
 
-def _run_blocking(engine: Any, context: EngineContext) -> Any:
+def _run_blocking(
+    engine: Any, context: EngineContext, client_gone: deadlines.ClientGone | None
+) -> Any:
     """The engine's value, waited for here (no running loop in this thread)."""
     if is_async_engine(engine):
         value = run_in_thread_loop(_acall(engine, context))
     else:
-        value = deadlines.run_sync(engine, context)
+        value = deadlines.run_sync(engine, context, client_gone)
     if inspect.isawaitable(value):
         value = run_in_thread_loop(_awaited(value))
     return value

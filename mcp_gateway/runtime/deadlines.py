@@ -10,6 +10,12 @@ A sync engine called inside a database transaction of the request's thread
 so it shares the transaction; its deadline is then cooperative only. So does
 an engine that declares ``blocking = False`` (it never waits, and returns in
 microseconds): a thread hop would cost more than the engine itself.
+
+From sync code a caller may also hand over ``client_gone``, a probe of its
+client's connection: while the engine runs it is asked every
+``POLL_SECONDS``; once the client has gone the engine's signal is cancelled,
+the wait lasts until the engine returns (or its deadline), and the call ends
+in ``CallerGone`` instead of an answer no one would read.
 """
 
 from __future__ import annotations
@@ -44,6 +50,17 @@ class DeadlineExceeded(Exception):
 
 class PoolFull(Exception):
     """Every engine thread is busy."""
+
+
+class CallerGone(Exception):
+    """The client went away while the engine ran; it was told to stop."""
+
+
+POLL_SECONDS = 0.1
+"""How often a sync caller's ``client_gone`` is asked while an engine runs."""
+
+ClientGone = Callable[[], bool]
+"""Whether the client of the call has gone away (a closed connection)."""
 
 
 def blocks(engine: Any) -> bool:
@@ -147,21 +164,27 @@ async def arun_sync(engine: Any, context: EngineContext) -> Any:
     _abandon(pool, engine, context)
 
 
-def run_sync(engine: Any, context: EngineContext) -> Any:
+def run_sync(
+    engine: Any, context: EngineContext, client_gone: ClientGone | None = None
+) -> Any:
     """Run a sync engine from sync code (WSGI): the pool, a blocking wait.
 
     Same rules as :func:`arun_sync`: inside a transaction of this thread the
-    engine runs here; otherwise in the pool until its deadline.
+    engine runs here; otherwise in the pool until its deadline, and, with
+    ``client_gone``, until the client goes away.
 
     Raises:
         DeadlineExceeded: the deadline passed first (the signal is cancelled).
         PoolFull: no engine thread is free.
+        CallerGone: the client went away first (the signal is cancelled).
     """
     with _classified(context):
         if not blocks(engine) or _in_transaction():
             return engine.execute(context)
         pool = engine_pool()
         running = pool.submit(engine.execute, context)
+        if client_gone is not None:
+            _watch(pool, engine, context, running, client_gone)
         try:
             return running.result(timeout=context.signal.remaining())
         except TimeoutError:
@@ -169,6 +192,42 @@ def run_sync(engine: Any, context: EngineContext) -> Any:
                 raise  # the engine's own TimeoutError
     running.add_done_callback(_retrieve)  # an abandoned run may still fail
     _abandon(pool, engine, context)
+
+
+def _watch(
+    pool: EnginePool,
+    engine: Any,
+    context: EngineContext,
+    running: concurrent.futures.Future[Any],
+    client_gone: ClientGone,
+) -> None:
+    """Wait while the engine runs, asking after the client between slices.
+
+    Returns once the engine is done or its deadline is less than a slice
+    away; the first slice goes by before the client is asked at all.
+
+    Raises:
+        CallerGone: the client went away (the engine is told, then waited
+            for until it returns or its deadline passes).
+    """
+    while not _settled(running, context):
+        if client_gone():
+            context.signal.cancel()
+            done, _ = concurrent.futures.wait(
+                [running], timeout=context.signal.remaining()
+            )
+            if not done:
+                running.add_done_callback(_retrieve)
+                pool.abandon(str(getattr(engine, "id", engine)))
+            raise CallerGone
+
+
+def _settled(running: concurrent.futures.Future[Any], context: EngineContext) -> bool:
+    remaining = context.signal.remaining()
+    if remaining is not None and remaining <= POLL_SECONDS:
+        return True
+    done, _ = concurrent.futures.wait([running], timeout=POLL_SECONDS)
+    return bool(done)
 
 
 def _abandon(pool: EnginePool, engine: Any, context: EngineContext) -> NoReturn:
@@ -193,7 +252,7 @@ def _classified(context: EngineContext) -> Iterator[None]:
     """
     try:
         yield
-    except (DeadlineExceeded, PoolFull):
+    except (DeadlineExceeded, PoolFull, CallerGone):
         raise
     except Exception as exc:
         if context.signal.deadline is not None and context.signal.remaining() == 0:

@@ -160,8 +160,6 @@ def test_a_tenant_at_its_cap_is_busy_and_another_tenant_is_served(
 
 
 def test_a_client_gone_away_gives_its_lease_back(server, secrets, leases):
-    if server.kind != "uvicorn":
-        pytest.skip("a disconnect cancels the call under ASGI only")
     sockets = []
     try:
         for _ in range(2):

@@ -152,10 +152,13 @@ def wait_for_port(
         if process.poll() is not None:
             raise RuntimeError(f"server exited with {process.returncode}")
         try:
-            with socket.create_connection((host, port), timeout=0.2):
-                return _warm_up(host, port)
+            # Closed before the warm-up: a sync worker (one thread) would
+            # otherwise wait on this connection while the warm-up waits on it.
+            socket.create_connection((host, port), timeout=0.2).close()
         except OSError:
             time.sleep(0.1)
+            continue
+        return _warm_up(host, port)
     raise RuntimeError("server did not start")
 
 

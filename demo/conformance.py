@@ -8,6 +8,7 @@ from typing import Any
 from engines_app.context import EngineContext
 from engines_app.engine import Engine
 from engines_app.errors import EngineError
+from engines_app.interaction import InputRequest
 from engines_app.results import Audio, Image, Resource, RichResult, Text
 
 # A 1x1 transparent PNG and a tiny silent WAV, as the suite only checks shape.
@@ -138,6 +139,7 @@ class JsonSchema202012(Engine):
         "type": "object",
         "$defs": {
             "address": {
+                "$anchor": "addressDef",
                 "type": "object",
                 "properties": {
                     "street": {"type": "string"},
@@ -148,12 +150,144 @@ class JsonSchema202012(Engine):
         "properties": {
             "name": {"type": "string"},
             "address": {"$ref": "#/$defs/address"},
+            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+            "phone": {"type": "string"},
+            "email": {"type": "string"},
         },
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {
+            "properties": {"contactMethod": {"const": "phone"}},
+            "required": ["contactMethod"],
+        },
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
         "additionalProperties": False,
     }
 
     def execute(self, context: EngineContext) -> dict[str, Any]:
         return {"received": dict(context.request.input)}
+
+
+class InputRequiredElicitation(Engine):
+    id = "test_input_required_result_elicitation"
+    name = "Input required: elicitation"
+    description = "Ask the caller's name, then greet them."
+    input_schema = NO_ARGS
+
+    def execute(self, context: EngineContext) -> RichResult | InputRequest:
+        reply = context.reply
+        if reply is None or reply.action != "accept":
+            name = {"name": {"type": "string"}}
+            return InputRequest("What is your name?", name, ("name",), key="user_name")
+        return RichResult((Text(f"Hello, {reply.content.get('name')}!"),))
+
+
+class InputRequiredRequestState(Engine):
+    id = "test_input_required_result_request_state"
+    name = "Input required: request state"
+    description = "Ask for a confirmation and check the state it comes back with."
+    input_schema = NO_ARGS
+
+    def execute(self, context: EngineContext) -> RichResult | InputRequest:
+        reply = context.reply
+        if reply is None:
+            ok = {"ok": {"type": "boolean"}}
+            return InputRequest("Please confirm", ok, ("ok",), "round-1", "confirm")
+        verdict = "state-ok" if reply.state == "round-1" else "state-unexpected"
+        return RichResult((Text(f"{verdict}: ok={reply.content.get('ok')}"),))
+
+
+class InputRequiredMultiRound(Engine):
+    id = "test_input_required_result_multi_round"
+    name = "Input required: two rounds"
+    description = "Ask a name, then a colour, then answer."
+    input_schema = NO_ARGS
+
+    def execute(self, context: EngineContext) -> RichResult | InputRequest:
+        reply = context.reply
+        if reply is None:
+            name = {"name": {"type": "string"}}
+            return InputRequest(
+                "Step 1: What is your name?", name, ("name",), "step1", "step1"
+            )
+        if reply.state == "step1":
+            color = {"color": {"type": "string"}}
+            who = reply.content.get("name")
+            return InputRequest(
+                "Step 2: What is your favourite colour?",
+                color,
+                ("color",),
+                f"step2:{who}",
+                "step2",
+            )
+        who = reply.state.removeprefix("step2:")
+        text = f"{who} likes {reply.content.get('color')}"
+        return RichResult((Text(text),))
+
+
+class InputRequiredTamperedState(Engine):
+    id = "test_input_required_result_tampered_state"
+    name = "Input required: tamper-proof state"
+    description = "Ask for a confirmation; the sealed state cannot be altered."
+    input_schema = NO_ARGS
+
+    def execute(self, context: EngineContext) -> RichResult | InputRequest:
+        if context.reply is None:
+            ok = {"ok": {"type": "boolean"}}
+            return InputRequest("Please confirm", ok, ("ok",), "sealed", "confirm")
+        return RichResult((Text(f"state={context.reply.state}"),))
+
+
+class LoggingTool(Engine):
+    id = "test_logging_tool"
+    name = "Logging tool"
+    description = "Log a line; no log reaches a caller that set no log level."
+    input_schema = NO_ARGS
+
+    def execute(self, context: EngineContext) -> RichResult:
+        context.log("info", "test_logging_tool ran")
+        return RichResult((Text("logged"),))
+
+
+class StreamingElicitation(Engine):
+    id = "test_streaming_elicitation"
+    name = "Streaming elicitation"
+    description = "Ask a question; the answer stream carries no request of its own."
+    input_schema = NO_ARGS
+
+    def execute(self, context: EngineContext) -> RichResult | InputRequest:
+        if context.reply is None:
+            answer = {"answer": {"type": "string"}}
+            return InputRequest("Anything to add?", answer, ("answer",))
+        return RichResult((Text(f"answer={context.reply.content.get('answer')}"),))
+
+
+class MissingCapability(Engine):
+    id = "test_missing_capability"
+    name = "Missing capability"
+    description = "Needs elicitation; a caller that did not declare it is refused."
+    input_schema = NO_ARGS
+
+    def execute(self, context: EngineContext) -> RichResult | InputRequest:
+        if context.reply is None:
+            ok = {"ok": {"type": "boolean"}}
+            return InputRequest("Please confirm", ok, ("ok",))
+        return RichResult((Text("confirmed"),))
+
+
+class CustomHeader(Engine):
+    id = "test_custom_header"
+    name = "Custom header"
+    description = "Echo a region that also travels in the Mcp-Param-Region header."
+    input_schema = {
+        "type": "object",
+        "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+        "required": ["region"],
+        "additionalProperties": False,
+    }
+
+    def execute(self, context: EngineContext) -> RichResult:
+        return RichResult((Text(f"region={context.request.input['region']}"),))
 
 
 ENGINES = (
@@ -166,4 +300,12 @@ ENGINES = (
     ToolWithLogging,
     ToolWithProgress,
     JsonSchema202012,
+    InputRequiredElicitation,
+    InputRequiredRequestState,
+    InputRequiredMultiRound,
+    InputRequiredTamperedState,
+    LoggingTool,
+    StreamingElicitation,
+    MissingCapability,
+    CustomHeader,
 )

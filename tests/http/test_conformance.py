@@ -61,3 +61,37 @@ def test_the_conformance_suite_passes_with_the_expected_failures(
     )
 
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+
+
+NEXT_EXPECTED_FAILURES = {
+    "gunicorn": "conformance-next-expected-failures.yml",
+    "uvicorn": "conformance-next-expected-failures-asgi.yml",
+}
+NEXT_SUITE = CLIENTS / "node_modules" / "conformance-next" / "dist" / "index.js"
+
+
+@pytest.mark.parametrize("server", ["gunicorn", "uvicorn"], indirect=True)
+def test_the_next_conformance_suite_passes_the_2026_requirements(
+    server, conformance_tenant, tmp_path
+):
+    url = f"{server.url}/t/{conformance_tenant.slug}/mcp"
+
+    result = run_node(
+        [
+            "node",  # an npm alias installs no bin of its own
+            str(NEXT_SUITE),
+            "server",
+            "--url",
+            url,
+            "--requirements",
+            "2026-07-28",
+            "--expected-failures",
+            str(CLIENTS / NEXT_EXPECTED_FAILURES[server.kind]),
+            "-o",
+            str(tmp_path),
+        ],
+        cwd=CLIENTS,
+        timeout=600,
+    )
+
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]

@@ -8,7 +8,7 @@ from typing import Any
 from engines_app.context import EngineContext
 from engines_app.engine import Engine
 from engines_app.errors import EngineError
-from engines_app.interaction import InputRequest
+from engines_app.interaction import InputReply, InputRequest
 from engines_app.results import Audio, Image, Resource, RichResult, Text
 
 # A 1x1 transparent PNG and a tiny silent WAV, as the suite only checks shape.
@@ -290,6 +290,94 @@ class CustomHeader(Engine):
         return RichResult((Text(f"region={context.request.input['region']}"),))
 
 
+def elicited(reply: InputReply) -> RichResult:
+    content = dict(reply.content)
+    return RichResult(
+        (Text(f"Elicitation completed: action={reply.action}, content={content}"),)
+    )
+
+
+class Elicitation(Engine):
+    id = "test_elicitation"
+    name = "Elicitation"
+    description = "Ask the caller for a user name and an e-mail address."
+    input_schema = {
+        "type": "object",
+        "properties": {"message": {"type": "string"}},
+        "additionalProperties": False,
+    }
+
+    def execute(self, context: EngineContext) -> RichResult | InputRequest:
+        if context.reply is None:
+            message = context.request.input.get("message", "Your details?")
+            fields = {"username": {"type": "string"}, "email": {"type": "string"}}
+            return InputRequest(message, fields, ("username", "email"))
+        return elicited(context.reply)
+
+
+class ElicitationDefaults(Engine):
+    id = "test_elicitation_sep1034_defaults"
+    name = "Elicitation with defaults"
+    description = "Ask with a default value for each primitive type."
+    input_schema = NO_ARGS
+
+    def execute(self, context: EngineContext) -> RichResult | InputRequest:
+        if context.reply is None:
+            status = ["active", "inactive", "pending"]
+            fields: dict[str, dict[str, Any]] = {
+                "name": {"type": "string", "default": "John Doe"},
+                "age": {"type": "integer", "default": 30},
+                "score": {"type": "number", "default": 95.5},
+                "status": {"type": "string", "enum": status, "default": "active"},
+                "verified": {"type": "boolean", "default": True},
+            }
+            return InputRequest("Your profile, with defaults", fields)
+        return elicited(context.reply)
+
+
+class ElicitationEnums(Engine):
+    id = "test_elicitation_sep1330_enums"
+    name = "Elicitation with enums"
+    description = "Ask with each of the five enum shapes."
+    input_schema = NO_ARGS
+
+    def execute(self, context: EngineContext) -> RichResult | InputRequest:
+        if context.reply is None:
+            options = ["option1", "option2", "option3"]
+            fields: dict[str, dict[str, Any]] = {
+                "untitledSingle": {"type": "string", "enum": options},
+                "titledSingle": {
+                    "type": "string",
+                    "oneOf": [
+                        {"const": "value1", "title": "First Option"},
+                        {"const": "value2", "title": "Second Option"},
+                        {"const": "value3", "title": "Third Option"},
+                    ],
+                },
+                "legacyEnum": {
+                    "type": "string",
+                    "enum": ["opt1", "opt2", "opt3"],
+                    "enumNames": ["Option One", "Option Two", "Option Three"],
+                },
+                "untitledMulti": {
+                    "type": "array",
+                    "items": {"type": "string", "enum": options},
+                },
+                "titledMulti": {
+                    "type": "array",
+                    "items": {
+                        "anyOf": [
+                            {"const": "value1", "title": "First Choice"},
+                            {"const": "value2", "title": "Second Choice"},
+                            {"const": "value3", "title": "Third Choice"},
+                        ]
+                    },
+                },
+            }
+            return InputRequest("Pick your options", fields)
+        return elicited(context.reply)
+
+
 ENGINES = (
     SimpleText,
     ImageContent,
@@ -308,4 +396,7 @@ ENGINES = (
     StreamingElicitation,
     MissingCapability,
     CustomHeader,
+    Elicitation,
+    ElicitationDefaults,
+    ElicitationEnums,
 )

@@ -130,6 +130,9 @@ def test_the_conformance_pack_uses_the_suites_tool_names():
         "test_streaming_elicitation",
         "test_missing_capability",
         "test_custom_header",
+        "test_elicitation",
+        "test_elicitation_sep1034_defaults",
+        "test_elicitation_sep1330_enums",
     }
 
 

@@ -23,12 +23,15 @@ class InputRequest:
     ``fields`` maps each field name to a JSON Schema of a primitive (string,
     number, integer, boolean or enum). ``state`` is the engine's own
     continuation text; it comes back, unchanged and verified, in the reply.
+    ``key`` names the question on the wire (the key of the 2026-07-28
+    ``inputRequests``); the engine never sees it again.
     """
 
     message: str
     fields: Mapping[str, Mapping[str, Any]]
     required: tuple[str, ...] = ()
     state: str = ""
+    key: str = "input"
 
 
 @dataclass(frozen=True)

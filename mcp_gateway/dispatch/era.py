@@ -49,9 +49,15 @@ class Rejection:
     error: types.ErrorData
 
 
+OWS = " \t"
+"""Optional whitespace around an HTTP field value, not part of it."""
+
+
 def lowered(headers: Mapping[str, str]) -> dict[str, str]:
-    """The request's headers keyed by lower-case name, as the SDK reads them."""
-    return {key.lower(): value for key, value in headers.items()}
+    """The request's headers keyed by lower-case name, as the SDK reads them,
+    each value without the whitespace around it (RFC 9110 5.5; uvicorn
+    keeps it, gunicorn drops it)."""
+    return {key.lower(): value.strip(OWS) for key, value in headers.items()}
 
 
 def route_of(message: dict[str, Any], headers: Mapping[str, str]) -> Route | Rejection:
@@ -76,7 +82,8 @@ def route_of(message: dict[str, Any], headers: Mapping[str, str]) -> Route | Rej
 def version_header(headers: Mapping[str, str]) -> str | None:
     """``MCP-Protocol-Version`` from request headers in any case."""
     if isinstance(headers, CaseInsensitiveMapping):  # request.headers
-        return headers.get(MCP_PROTOCOL_VERSION_HEADER)
+        value = headers.get(MCP_PROTOCOL_VERSION_HEADER)
+        return None if value is None else str(value).strip(OWS)
     return lowered(headers).get(MCP_PROTOCOL_VERSION_HEADER)
 
 

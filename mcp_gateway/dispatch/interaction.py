@@ -23,7 +23,9 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from engines_app.interaction import InputReply, InputRequest
 
 INPUT_KEY = "input"
-"""The one key of ``inputRequests`` / ``inputResponses`` the gateway uses."""
+"""The sealed state's kind of an engine's round (the gateway's own
+confirmation has another); the question's key on the wire is the engine's
+``InputRequest.key``, sealed beside it."""
 
 
 def can_ask(ctx: ServerRequestContext[Any, Any]) -> bool:
@@ -49,12 +51,12 @@ def input_required(
             message=request.message, requested_schema=requested_schema(request)
         )
     )
-    sealed: dict[str, Any] = {"k": INPUT_KEY, "s": request.state}
+    sealed: dict[str, Any] = {"k": INPUT_KEY, "q": request.key, "s": request.state}
     if confirmed is not None:
         sealed["c"] = dict(confirmed)
     state = json.dumps(sealed, separators=(",", ":"))
     return types.InputRequiredResult(
-        input_requests={INPUT_KEY: elicit}, request_state=state
+        input_requests={request.key: elicit}, request_state=state
     )
 
 
@@ -84,24 +86,25 @@ def reply_of(params: types.CallToolRequestParams) -> InputReply | None:
         if params.input_responses:
             raise _invalid("inputResponses need the requestState they answer.")
         return None
-    answer = (params.input_responses or {}).get(INPUT_KEY)
+    key, engine_state = _engine_state(params.request_state)
+    answer = (params.input_responses or {}).get(key)
     if not isinstance(answer, types.ElicitResult):
         raise _invalid("The retry must answer the elicitation it was asked.")
     return InputReply(
-        action=answer.action,
-        content=dict(answer.content or {}),
-        state=_engine_state(params.request_state),
+        action=answer.action, content=dict(answer.content or {}), state=engine_state
     )
 
 
-def _engine_state(plaintext: str) -> str:
+def _engine_state(plaintext: str) -> tuple[str, str]:
+    """The question's key and the engine's own state, from the opened state."""
     try:
         state = json.loads(plaintext)
     except ValueError:
         state = None
     if not isinstance(state, dict) or not isinstance(state.get("s"), str):
         raise _invalid("Invalid or expired requestState")
-    return str(state["s"])
+    key = state.get("q", INPUT_KEY)
+    return (key if isinstance(key, str) else INPUT_KEY), str(state["s"])
 
 
 def _invalid(message: str) -> MCPError:

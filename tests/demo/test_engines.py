@@ -122,6 +122,17 @@ def test_the_conformance_pack_uses_the_suites_tool_names():
         "test_tool_with_logging",
         "test_tool_with_progress",
         "json_schema_2020_12_tool",
+        "test_input_required_result_elicitation",
+        "test_input_required_result_request_state",
+        "test_input_required_result_multi_round",
+        "test_input_required_result_tampered_state",
+        "test_logging_tool",
+        "test_streaming_elicitation",
+        "test_missing_capability",
+        "test_custom_header",
+        "test_elicitation",
+        "test_elicitation_sep1034_defaults",
+        "test_elicitation_sep1330_enums",
     }
 
 

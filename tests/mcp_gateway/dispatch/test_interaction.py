@@ -166,3 +166,41 @@ def test_a_client_that_cannot_answer_gets_a_tool_error(
     assert body["isError"] is True
     assert "unavailable on this protocol version" in body["content"][0]["text"]
     assert Note.objects.filter(pk=note.pk).exists()
+
+
+def multi_round(tenant: Tenant, **retry: Any) -> dict[str, Any]:
+    name = "test_input_required_result_multi_round"
+    params: dict[str, Any] = {
+        "name": name,
+        "arguments": {},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        },
+        **retry,
+    }
+    headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call"}
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    scope = CallScope(
+        tenant, catalog_for(tenant), principal(tenant), headers | {"Mcp-Name": name}
+    )
+    return result(handle(message, scope))
+
+
+def test_each_round_asks_under_the_key_the_engine_names(tenant):
+    bookkeeping.expose_many(tenant, ["test_input_required_result_multi_round"])
+    clear_cache()
+
+    first = multi_round(tenant)
+    answer = {"step1": {"action": "accept", "content": {"name": "Alice"}}}
+    second = multi_round(
+        tenant, inputResponses=answer, requestState=first["requestState"]
+    )
+    answer = {"step2": {"action": "accept", "content": {"color": "blue"}}}
+    done = multi_round(
+        tenant, inputResponses=answer, requestState=second["requestState"]
+    )
+
+    assert list(first["inputRequests"]) == ["step1"]
+    assert list(second["inputRequests"]) == ["step2"]
+    assert done["content"][0]["text"] == "Alice likes blue"

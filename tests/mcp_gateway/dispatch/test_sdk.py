@@ -388,6 +388,21 @@ def test_name_header_mismatch_is_400_header_mismatch(proto_tenant):
     assert error_of(outcome)["code"] == -32020
 
 
+def test_whitespace_around_header_values_is_not_part_of_them(proto_tenant):
+    # RFC 9110 5.5: a field value excludes the OWS around it; uvicorn keeps it.
+    params = {"name": "demo_add", "arguments": {"a": 1, "b": 1}}
+    headers = {
+        "MCP-Protocol-Version": f" {MODERN}\t",
+        "Mcp-Method": "  tools/call ",
+        "Mcp-Name": "  demo_add  ",
+    }
+
+    outcome = modern(proto_tenant, "tools/call", params, headers=headers)
+
+    assert outcome.status == 200
+    assert result_of(outcome)["structuredContent"] == {"sum": 2}
+
+
 def test_envelope_version_differing_from_the_header_is_a_mismatch(proto_tenant):
     headers = {**modern_headers("tools/list"), "MCP-Protocol-Version": "2027-01-01"}
 

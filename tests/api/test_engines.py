@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from engines_app.registry import default_registry
 
 
@@ -18,6 +20,13 @@ def test_installed_engines_are_listed_with_tool_names_and_hints(api, db):
 
 
 def test_engines_are_searchable(api, db):
-    body = api.get("/api/engines/", {"search": "ECHO"}).json()
+    body = api.get("/api/engines/", {"search": "ECHO", "page_size": 200}).json()
 
-    assert {e["id"] for e in body["results"]} == {"demo.echo", "demo:echo"}
+    def mentions(engine: Any) -> bool:
+        fields = (engine.id, engine.name, engine.description)
+        return any("echo" in str(field).lower() for field in fields)
+
+    expected = {engine.id for engine in default_registry if mentions(engine)}
+    assert {"demo.echo", "demo:echo"} <= expected  # case-insensitive
+    assert len(expected) < len(default_registry)  # and it filters
+    assert {e["id"] for e in body["results"]} == expected

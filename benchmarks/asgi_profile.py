@@ -12,12 +12,16 @@ socket), one request at a time, each variant in its own child process:
   the reference project's seven middleware);
 - ``gateway``: ``config.asgi:application`` with the README defaults on
   PostgreSQL (a ``DATABASE_URL`` without options: psycopg's pool; API
-  token; audit log on, ``AUDIT_DURABILITY = "async"``);
-- ``gateway-thread-per-request``: the same with the guard's kept request
-  threads off (``mcp_gateway.endpoint.threads``): Django's own thread per
-  request, started and joined each time;
-- ``gateway-nomw``: the same with ``MIDDLEWARE = []``, to show what the
-  middleware's thread hops cost the gateway.
+  token; audit log on, ``AUDIT_DURABILITY = "async"``): the guard's fast
+  path (``mcp_gateway.endpoint.fastpath``) serves the mount;
+- ``gateway-chain``: the same with the fast path off
+  (``MCP_ASGI_FAST_PATH=false``): Django's handler and the reference
+  project's seven middleware;
+- ``gateway-thread-per-request``: ``gateway-chain`` with the guard's kept
+  request threads off (``mcp_gateway.endpoint.threads``): Django's own
+  thread per request, started and joined each time;
+- ``gateway-nomw``: ``gateway-chain`` with ``MIDDLEWARE = []``, to show
+  what the middleware's thread hops cost the gateway.
 
 Each child reports the process's CPU time per call (every thread), the
 wall time, how many ``sync_to_async`` calls a request makes, and, for the
@@ -56,6 +60,7 @@ VARIANTS = (
     "asgi-bare",
     "asgi-ceiling",
     "gateway",
+    "gateway-chain",
     "gateway-thread-per-request",
     "gateway-nomw",
 )
@@ -154,6 +159,8 @@ def child(variant: str, calls: int, rounds: int, token: str | None) -> dict[str,
         os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
         os.environ["MCP_SERVER_INTERFACE"] = "asgi"
         os.environ["DATABASE_URL"] = f"{PG}/{DB_NAME}"
+        if variant != "gateway":
+            os.environ["MCP_ASGI_FAST_PATH"] = "false"
         if variant == "gateway-nomw":
             import config.settings as site
 

@@ -47,6 +47,10 @@ class GatewaySettings:
     SERVER_NAME: str = "django-mcp-gateway"
     TOKEN_LAST_USED_INTERVAL_SECONDS: int = 60
     ASYNC_ENDPOINT: bool | None = None
+    ASGI_FAST_PATH: bool = True
+    """Under ASGI, serve the MCP mount without Django's middleware chain
+    (``mcp_gateway.endpoint.fastpath``: which middleware it replays, skips,
+    or stands aside for)."""
     SSE_KEEPALIVE_SECONDS: float = 15.0
     MAX_LISTENERS_PER_TENANT: int = 100
     """Open change streams (GET / ``subscriptions/listen``) per tenant and process."""

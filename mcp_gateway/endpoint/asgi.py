@@ -6,14 +6,18 @@ mount (a path ending in ``/mcp``) this wrapper refuses an absolute-form
 target with 400 (when the server still shows it: httptools does not) and
 never lets more than ``MAX_REQUEST_BYTES`` + 1 body bytes reach Django, so
 the view answers 413 in its usual order of checks. Any HTTP/1.1 request
-without a Host header is a 400 (``framing``).
+without a Host header is a 400 (``framing``). A request the site's URLconf
+resolves to the endpoint's async view skips Django's middleware chain
+(``fastpath``) when the guard wraps Django's own ASGI handler.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from django.core.handlers.asgi import ASGIHandler
 
 from mcp_gateway import jsonrpc
 from mcp_gateway.conf import gateway_settings
@@ -25,6 +29,9 @@ from mcp_gateway.endpoint.framing import (
 )
 from mcp_gateway.endpoint.threads import RequestThreads
 from mcp_gateway.engine_secrets import store
+
+if TYPE_CHECKING:
+    from mcp_gateway.endpoint.fastpath import FastPath
 
 __all__ = ["BoundaryGuard", "is_mount"]
 
@@ -39,6 +46,11 @@ class BoundaryGuard:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
         self.threads = RequestThreads()
+        self.fast: FastPath | None = None
+        if isinstance(app, ASGIHandler):  # the mount skips its middleware chain
+            from mcp_gateway.endpoint.fastpath import FastPath  # needs the apps
+
+            self.fast = FastPath(app)
         store.startup_check()  # wrong secret keys: refuse to start
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -59,6 +71,8 @@ class BoundaryGuard:
             await _refuse(
                 send, 400, "The request target must be the bare endpoint path."
             )
+        elif self.fast is not None and (found := self.fast.match(scope)):
+            await self.fast.serve(scope, _bounded(receive, scope), send, *found)
         else:
             await self.app(scope, _bounded(receive, scope), send)
 

@@ -23,6 +23,14 @@ from mcp_gateway.endpoint.aviews import aendpoint
 from mcp_gateway.endpoint.views import endpoint
 from mcp_gateway.observability.observe import observed
 
+_ASYNC_VIEWS: set[object] = set()
+"""The async views of every endpoint pattern (the ASGI fast path's test)."""
+
+
+def is_async_endpoint(callback: object) -> bool:
+    """Whether ``callback`` is the endpoint's async view (a resolved match's)."""
+    return callback in _ASYNC_VIEWS
+
 
 def uses_async_endpoint() -> bool:
     """Whether this request is served by the async view."""
@@ -43,6 +51,7 @@ class EndpointPattern(URLPattern):
         sync = path(route, observed(endpoint), name=name)
         super().__init__(sync.pattern, sync.callback, name=name)
         self.async_pattern = path(route, observed(aendpoint), name=name)
+        _ASYNC_VIEWS.add(self.async_pattern.callback)
 
     def resolve(self, path: str) -> ResolverMatch | None:
         if uses_async_endpoint():

@@ -80,6 +80,7 @@ SERVER_INTERFACE = env.str("MCP_SERVER_INTERFACE", default="wsgi")
 # A URL whose query names `conn_max_age` or `pool` is taken as it is.
 _database_query = parse_qs(urlsplit(env.str("DATABASE_URL", default="")).query)
 _chose_connections = bool({"conn_max_age", "pool"} & _database_query.keys())
+_postgresql_engines = {"django.db.backends.postgresql", "mcp_gateway.db.postgresql"}
 if (
     DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
     and not _chose_connections
@@ -89,6 +90,10 @@ if (
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = True
     else:
         DATABASES["default"]["CONN_MAX_AGE"] = 600
+        # Django's backend, whose health check skips the `SELECT 1` for a
+        # connection that answered within the last second and whose socket
+        # shows nothing (`mcp_gateway.db.postgresql`).
+        DATABASES["default"]["ENGINE"] = "mcp_gateway.db.postgresql"
     # Checked before use (a pooled one when taken from the pool): after a
     # database restart a worker would otherwise fail a request per dead
     # connection it holds.
@@ -101,7 +106,7 @@ if (
 #   (about 250 µs each); behind a transaction-pooling PgBouncer older than
 #   1.21, set `server_side_binding=false&prepare_threshold=none`.
 _options = DATABASES["default"].setdefault("OPTIONS", {})
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+if DATABASES["default"]["ENGINE"] in _postgresql_engines:
     _options.setdefault("server_side_binding", "true")
     _options.setdefault("prepare_threshold", "5")
 for _flag in ("pool", "server_side_binding"):

@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "mcp_gateway.fingerprint",  # a pure function of a tool
             "mcp_gateway.engine_secrets.keys",
             "mcp_gateway.dispatch.versions",  # constants only
+            "mcp_gateway.db",  # database backends: Django's, one method each
         ),
     ),
     (

@@ -160,6 +160,27 @@ def test_under_wsgi_postgresql_connections_persist_with_health_checks() -> None:
     ]
 
 
+def engine_with(entry: str = "django.setup()", **env: str) -> str:
+    show = (
+        f"import json, django; {entry}; from django.conf import settings; "
+        "print(json.dumps(settings.DATABASES['default']['ENGINE']))"
+    )
+    dropped = {"MCP_SERVER_INTERFACE", "DATABASE_URL"}
+    engine: str = shown_by(show, dropped.__contains__, **env)
+    return engine
+
+
+def test_under_wsgi_postgresql_health_checks_ask_the_socket_first() -> None:
+    assert engine_with("import config.wsgi", DATABASE_URL=POSTGRES) == (
+        "mcp_gateway.db.postgresql"
+    )
+    assert engine_with("import config.asgi", DATABASE_URL=POSTGRES) == (
+        "django.db.backends.postgresql"
+    )
+    chosen = f"{POSTGRES}?conn_max_age=60"
+    assert engine_with(DATABASE_URL=chosen) == "django.db.backends.postgresql"
+
+
 def test_under_asgi_postgresql_connections_come_from_psycopgs_pool() -> None:
     assert connections_with("import config.asgi", DATABASE_URL=POSTGRES) == [
         0,

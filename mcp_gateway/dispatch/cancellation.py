@@ -88,6 +88,7 @@ _lock = threading.Lock()
 _due = threading.Condition(_lock)
 _queue: list[tuple[float, str]] = []  # (when to announce, token), a heap
 _announcer: list[int] = []  # the pid whose announcer thread runs
+_sleeping = [False]  # the announcer waits for _schedule (guarded by _lock)
 _subscribed: list[tuple[str, bus.Subscription]] = []
 
 
@@ -169,7 +170,6 @@ def _schedule(running: Running) -> None:
     """Note the call here; the announcer notes it in the shared cache later."""
     with _lock:
         _running[running.token] = running
-        idle = not _queue  # else the announcer already wakes before this is due
         heapq.heappush(
             _queue, (time.monotonic() + ANNOUNCE_AFTER_SECONDS, running.token)
         )
@@ -178,7 +178,8 @@ def _schedule(running: Running) -> None:
             threading.Thread(
                 target=_announce_due, name="mcp-gateway-cancellation", daemon=True
             ).start()
-        if idle:
+        if _sleeping[0]:  # else it wakes before this call is due
+            _sleeping[0] = False
             _due.notify()
 
 
@@ -186,14 +187,46 @@ def _announce_due() -> None:
     """The announcer thread: note each call still running when it is due."""
     while True:
         with _lock:
-            while not _queue or _queue[0][0] > time.monotonic():
-                _due.wait(_queue[0][0] - time.monotonic() if _queue else None)
+            _wait_for_due()
             _, token = heapq.heappop(_queue)
-            running = _running.get(token)
-            if running is None or running.state != _PENDING:
-                continue
+            running = _running[token]  # pending: _drop_ended kept it
             running.state = _ANNOUNCING
         _announce(running)
+
+
+def _wait_for_due() -> None:
+    """Wait (under _lock) until the queue's head is a pending call now due.
+
+    Calls that ended are dropped whenever the thread wakes. While calls come
+    and go it wakes at their due times or once per
+    :data:`ANNOUNCE_AFTER_SECONDS`, whichever comes first, not once per
+    call; only after a quiet spell does it sleep until ``_schedule`` wakes it.
+    """
+    busy = True
+    while True:
+        _drop_ended()
+        now = time.monotonic()
+        if _queue and _queue[0][0] <= now:
+            return
+        if _queue:
+            _due.wait(_queue[0][0] - now)
+            busy = True
+        elif busy:
+            _due.wait(ANNOUNCE_AFTER_SECONDS)  # a call scheduled meanwhile waits
+            busy = False
+        else:
+            _sleeping[0] = True
+            _due.wait()
+            _sleeping[0], busy = False, True
+
+
+def _drop_ended() -> None:
+    """Pop the queue's head while it is a call no longer pending (under _lock)."""
+    while _queue:
+        running = _running.get(_queue[0][1])
+        if running is not None and running.state == _PENDING:
+            return
+        heapq.heappop(_queue)
 
 
 def _announce(running: Running) -> None:

@@ -110,6 +110,18 @@ ROWS = {
             uses_db=True,
             db_query=None,
         ),
+        # The same with the ASGI fast path off: the mount through Django's
+        # handler and the whole middleware chain, as before the fast path.
+        Row(
+            "gateway-uvicorn-chain",
+            "uvicorn",
+            "config.asgi:application",
+            "config.settings",
+            family="gateway",
+            uses_db=True,
+            env=(("MCP_ASGI_FAST_PATH", "false"),),
+            db_query=None,
+        ),
         Row(
             "ceiling",
             "gunicorn",

@@ -115,12 +115,7 @@ def loads(body: bytes) -> Any:
         text = body.decode("utf-8")
         if text.count("[") + text.count("{") > MAX_DEPTH and _depth(text) > MAX_DEPTH:
             raise ParseError()
-        value = json.loads(
-            text,
-            object_pairs_hook=_unique,
-            parse_constant=_no_constant,
-            parse_float=_finite,
-        )
+        value = _decoder.decode(text)
         if _LONE_SURROGATE.search(text):
             json.dumps(value, ensure_ascii=False).encode("utf-8")
         return value
@@ -169,6 +164,12 @@ def _finite(text: str) -> float:
     if math.isinf(value):
         raise ValueError(f"{text} overflows")
     return value
+
+
+# One decoder for every request (``json.loads`` with hooks builds one per call).
+_decoder = json.JSONDecoder(
+    object_pairs_hook=_unique, parse_constant=_no_constant, parse_float=_finite
+)
 
 
 def _depth(text: str) -> int:

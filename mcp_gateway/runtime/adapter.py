@@ -58,9 +58,10 @@ DEFAULT_INPUT_SCHEMA: Mapping[str, Any] = {
     "additionalProperties": False,
 }
 INPUT_UNAVAILABLE = (
-    "This tool asks the caller for confirmation, which is unavailable on this "
-    "protocol version or was not answered; use 2026-07-28 with a client that "
-    "supports elicitation, or a 2025 client that accepts SSE and answers it."
+    "This tool asks the caller for input (a confirmation, a form, its model or "
+    "its roots), which is unavailable on this protocol version or was not "
+    "answered; use 2026-07-28 with a client that declares the capability, or a "
+    "2025 client that accepts SSE and answers it."
 )
 """The tool error of an engine's input request no one can answer."""
 _MAX_ERROR_TEXT = 300

@@ -53,7 +53,7 @@ def pair(
 ) -> Iterator[tuple[Server, Server]]:
     url = database_url(connection.settings_dict)
     tmp = tmp_path_factory.mktemp("kinds")
-    env = {
+    env: dict[str, Any] = {
         "CACHE_URL": f"redis://127.0.0.1:6379/{REDIS_DB}",
         "MCP_BUS": "redis",
         "MCP_ENGINE_DEADLINE_SECONDS": "8",

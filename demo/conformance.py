@@ -390,6 +390,41 @@ class Sampling(Engine):
         return RichResult((Text(f"LLM response: {answer.text}"),))
 
 
+class ChangingTool(Engine):
+    id = "test_changing_tool"
+    name = "Changing tool"
+    description = "Come and go from the tool list as test_trigger_tool_change says."
+    input_schema = NO_ARGS
+
+    def execute(self, context: EngineContext) -> RichResult:
+        return RichResult((Text("still here"),))
+
+
+class TriggerToolChange(Engine):
+    """A conformance fixture that changes its own tenant's catalog.
+
+    Each call withdraws ``test_changing_tool`` from the caller's tenant, or
+    exposes it again, so a ``subscriptions/listen`` stream sees
+    ``tools/list_changed``. Expose it only to a tenant that runs the
+    conformance suite: any caller of it changes what the tenant serves.
+    """
+
+    id = "test_trigger_tool_change"
+    name = "Trigger a tool list change"
+    description = "Withdraw or expose test_changing_tool for this tenant."
+    input_schema = NO_ARGS
+
+    def execute(self, context: EngineContext) -> RichResult:
+        from mcp_gateway import bookkeeping
+        from mcp_gateway.models import Tenant
+
+        tenant = Tenant.objects.get(slug=context.principal.tenant)
+        if bookkeeping.unexpose(tenant, ChangingTool.id):
+            return RichResult((Text("test_changing_tool withdrawn"),))
+        bookkeeping.expose(tenant, ChangingTool.id)
+        return RichResult((Text("test_changing_tool exposed"),))
+
+
 def _roots(reply: RootsReply) -> str:
     return ", ".join(root.uri for root in reply.roots) or "none"
 
@@ -519,6 +554,8 @@ ENGINES = (
     InputRequiredMultipleInputs,
     InputRequiredCapabilities,
     Sampling,
+    ChangingTool,
+    TriggerToolChange,
     CustomHeader,
     Elicitation,
     ElicitationDefaults,

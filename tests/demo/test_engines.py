@@ -134,6 +134,8 @@ def test_the_conformance_pack_uses_the_suites_tool_names():
         "test_input_required_result_multiple_inputs",
         "test_input_required_result_capabilities",
         "test_sampling",
+        "test_changing_tool",
+        "test_trigger_tool_change",
         "test_custom_header",
         "test_elicitation",
         "test_elicitation_sep1034_defaults",

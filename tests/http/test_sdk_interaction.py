@@ -259,7 +259,8 @@ async def _sample(context: Any, params: types.CreateMessageRequestParams) -> Any
 
 
 async def _roots(context: Any) -> Any:
-    return types.ListRootsResult(roots=[types.Root(uri="file:///srv/a", name="A")])
+    root = types.Root.model_validate({"uri": "file:///srv/a", "name": "A"})
+    return types.ListRootsResult(roots=[root])
 
 
 @pytest.mark.parametrize("server", ["uvicorn"], indirect=True)

@@ -29,6 +29,7 @@ from engines_app.interaction import (
     UrlRequest,
 )
 from mcp_gateway import bookkeeping
+from mcp_gateway.audit.callrecord import CallRecord
 from mcp_gateway.catalog import catalog_for, clear_cache
 from mcp_gateway.dispatch import interaction
 from mcp_gateway.dispatch.core import handle
@@ -60,6 +61,7 @@ def call(
     tenant: Tenant,
     name: str,
     capabilities: dict[str, Any] | None = None,
+    record: CallRecord | None = None,
     **retry: Any,
 ) -> Outcome:
     if not tenant.exposures.filter(engine_id=name).exists():
@@ -88,7 +90,8 @@ def call(
         user="alice",
         scopes=frozenset({"mcp:tools"}),
     )
-    return handle(message, CallScope(tenant, catalog_for(tenant), principal, headers))
+    scope = CallScope(tenant, catalog_for(tenant), principal, headers, record=record)
+    return handle(message, scope)
 
 
 def result(outcome: Outcome) -> dict[str, Any]:
@@ -371,3 +374,20 @@ def test_a_rounds_state_names_each_key_and_kind_and_keeps_the_requests():
 
 def meta(capabilities: dict[str, Any]) -> dict[str, Any]:
     return {"io.modelcontextprotocol/clientCapabilities": capabilities}
+
+
+@pytest.mark.parametrize(
+    ("name", "capabilities"),
+    [
+        ("test_missing_capability", {}),  # the gateway's own plain path
+        ("test_input_required_result_list_roots", {"sampling": {}}),  # the SDK's
+    ],
+)
+def test_a_32021_refusal_is_audited_invalid_with_its_code(tenant, name, capabilities):
+    record = CallRecord()
+
+    error = error_of(call(tenant, name, capabilities, record=record))
+
+    assert error["code"] == -32021
+    assert (record.outcome, record.error_code) == ("invalid", "-32021")
+    assert record.engine_id == name

@@ -18,7 +18,8 @@ declare the capability for (``_meta`` client capabilities: ``elicitation``,
 ``elicitation.url``, ``sampling``, ``roots``) is the -32021 protocol error
 naming what is missing. ``inputResponses`` without a ``requestState``
 answer nothing this server asked: they are ignored. A retry missing an
-answer is asked again (the same requests, the same state). The 2025 wires
+answer is asked again (the same requests, the same state, resealed: its
+expiry is the round's first, so asking again never extends it). The 2025 wires
 ask on the call's SSE stream (:mod:`mcp_gateway.dispatch.asking`).
 """
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,6 +55,7 @@ from engines_app.interaction import (
     UrlRequest,
     questions_of,
 )
+from mcp_gateway.conf import gateway_settings
 
 INPUT_KEY = "input"
 """The sealed state's kind of an engine's round (the gateway's own
@@ -162,6 +165,9 @@ def input_required(
         "q": {q.key: q.kind for q in questions},
         "s": asked.state,
         "r": {key: _dumped(request) for key, request in requests.items()},
+        # The round's own expiry: asking it again reseals the state, which
+        # must not extend it.
+        "x": time.time() + gateway_settings().REQUEST_STATE_TTL_SECONDS,
     }
     if confirmed is not None:
         sealed["c"] = dict(confirmed)
@@ -314,6 +320,9 @@ def _opened(plaintext: str) -> _Opened:
     except ValueError:
         state = None
     if not isinstance(state, dict) or not isinstance(state.get("s"), str):
+        raise _invalid("Invalid or expired requestState")
+    expiry = state.get("x")
+    if isinstance(expiry, int | float) and not time.time() < expiry:
         raise _invalid("Invalid or expired requestState")
     return _Opened(plaintext, state)
 

@@ -8,7 +8,9 @@ the mapping of a URL question is checked on :mod:`interaction` itself.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
+from unittest import mock
 
 import mcp_types as types
 import pytest
@@ -31,6 +33,7 @@ from engines_app.interaction import (
 from mcp_gateway import bookkeeping
 from mcp_gateway.audit.callrecord import CallRecord
 from mcp_gateway.catalog import catalog_for, clear_cache
+from mcp_gateway.conf import gateway_settings
 from mcp_gateway.dispatch import interaction
 from mcp_gateway.dispatch.core import handle
 from mcp_gateway.dispatch.scope import CallScope, Outcome
@@ -391,3 +394,23 @@ def test_a_32021_refusal_is_audited_invalid_with_its_code(tenant, name, capabili
     assert error["code"] == -32021
     assert (record.outcome, record.error_code) == ("invalid", "-32021")
     assert record.engine_id == name
+
+
+def test_asking_again_never_extends_a_rounds_expiry(tenant):
+    ttl = gateway_settings().REQUEST_STATE_TTL_SECONDS
+    name = "test_input_required_result_list_roots"
+    start = time.time()
+    first = result(call(tenant, name))
+    with mock.patch("time.time", return_value=start + ttl - 10):
+        again = result(call(tenant, name, requestState=first["requestState"]))
+    with mock.patch("time.time", return_value=start + ttl + 10):
+        late = call(
+            tenant,
+            name,
+            inputResponses={"client_roots": ROOTS},
+            requestState=again["requestState"],
+        )
+
+    assert again["resultType"] == "input_required"
+    assert again["requestState"] != first["requestState"]  # resealed
+    assert error_of(late)["code"] == -32602

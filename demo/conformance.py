@@ -8,7 +8,20 @@ from typing import Any
 from engines_app.context import EngineContext
 from engines_app.engine import Engine
 from engines_app.errors import EngineError
-from engines_app.interaction import InputReply, InputRequest
+from engines_app.interaction import (
+    FORM,
+    MODEL,
+    Asked,
+    InputReply,
+    InputRequest,
+    InputRound,
+    Message,
+    ModelReply,
+    ModelRequest,
+    Question,
+    RootsReply,
+    RootsRequest,
+)
 from engines_app.results import Audio, Image, Resource, RichResult, Text
 
 # A 1x1 transparent PNG and a tiny silent WAV, as the suite only checks shape.
@@ -265,14 +278,155 @@ class StreamingElicitation(Engine):
 class MissingCapability(Engine):
     id = "test_missing_capability"
     name = "Missing capability"
-    description = "Needs elicitation; a caller that did not declare it is refused."
+    description = (
+        "Needs the caller's model; a caller that did not declare it is refused."
+    )
     input_schema = NO_ARGS
 
-    def execute(self, context: EngineContext) -> RichResult | InputRequest:
-        if context.reply is None:
-            ok = {"ok": {"type": "boolean"}}
-            return InputRequest("Please confirm", ok, ("ok",))
-        return RichResult((Text("confirmed"),))
+    def execute(self, context: EngineContext) -> RichResult | ModelRequest:
+        answer = context.answers.get("model")
+        if not isinstance(answer, ModelReply):
+            return ModelRequest((Message("user", "Say hello."),), max_tokens=20)
+        return RichResult((Text(f"model said: {answer.text}"),))
+
+
+class InputRequiredSampling(Engine):
+    id = "test_input_required_result_sampling"
+    name = "Input required: sampling"
+    description = "Ask the caller's model a question, then pass on its answer."
+    input_schema = NO_ARGS
+
+    def execute(self, context: EngineContext) -> RichResult | ModelRequest:
+        answer = context.answers.get("capital_question")
+        if not isinstance(answer, ModelReply):
+            question = Message("user", "What is the capital of France?")
+            return ModelRequest((question,), max_tokens=100, key="capital_question")
+        return RichResult((Text(f"The model ({answer.model}) said: {answer.text}"),))
+
+
+class InputRequiredListRoots(Engine):
+    id = "test_input_required_result_list_roots"
+    name = "Input required: roots"
+    description = "Ask the caller's roots, then list them."
+    input_schema = NO_ARGS
+
+    def execute(self, context: EngineContext) -> RichResult | RootsRequest:
+        answer = context.answers.get("client_roots")
+        if not isinstance(answer, RootsReply):
+            return RootsRequest(key="client_roots")
+        return RichResult((Text(f"Roots: {_roots(answer)}"),))
+
+
+class InputRequiredMultipleInputs(Engine):
+    id = "test_input_required_result_multiple_inputs"
+    name = "Input required: several at once"
+    description = "Ask a name, the model's greeting and the roots in one round."
+    input_schema = NO_ARGS
+
+    def execute(self, context: EngineContext) -> RichResult | InputRound:
+        answers = context.answers
+        name, greeting, roots = (
+            answers.get(key) for key in ("user_name", "greeting", "client_roots")
+        )
+        if not (
+            isinstance(name, InputReply)
+            and isinstance(greeting, ModelReply)
+            and isinstance(roots, RootsReply)
+        ):
+            schema = {"name": {"type": "string"}}
+            prompt = Message("user", "Generate a greeting")
+            return InputRound(
+                (
+                    InputRequest(
+                        "What is your name?", schema, ("name",), key="user_name"
+                    ),
+                    ModelRequest((prompt,), max_tokens=50, key="greeting"),
+                    RootsRequest(key="client_roots"),
+                ),
+                state="multiple",
+            )
+        who = name.content.get("name")
+        text = f"{greeting.text} {who} (roots: {_roots(roots)}; state={name.state})"
+        return RichResult((Text(text),))
+
+
+class InputRequiredCapabilities(Engine):
+    id = "test_input_required_result_capabilities"
+    name = "Input required: what the caller can answer"
+    description = "Ask only what the caller declared it can answer."
+    input_schema = NO_ARGS
+
+    def execute(self, context: EngineContext) -> RichResult | Asked:
+        if context.answers:
+            return RichResult((Text(f"answered: {sorted(context.answers)}"),))
+        questions: list[Question] = []
+        if MODEL in context.answerable:
+            prompt = Message("user", "Name a colour.")
+            questions.append(ModelRequest((prompt,), max_tokens=10, key="colour"))
+        if FORM in context.answerable:
+            schema = {"name": {"type": "string"}}
+            questions.append(InputRequest("Your name?", schema, key="name"))
+        if not questions:
+            return RichResult((Text("nothing to ask this caller"),))
+        return InputRound(questions)
+
+
+class Sampling(Engine):
+    id = "test_sampling"
+    name = "Sampling"
+    description = "Ask the caller's model to answer a prompt."
+    input_schema = {
+        "type": "object",
+        "properties": {"prompt": {"type": "string"}},
+        "required": ["prompt"],
+        "additionalProperties": False,
+    }
+
+    def execute(self, context: EngineContext) -> RichResult | ModelRequest:
+        answer = context.answers.get("model")
+        if not isinstance(answer, ModelReply):
+            prompt = Message("user", context.request.input["prompt"])
+            return ModelRequest((prompt,), max_tokens=100)
+        return RichResult((Text(f"LLM response: {answer.text}"),))
+
+
+class ChangingTool(Engine):
+    id = "test_changing_tool"
+    name = "Changing tool"
+    description = "Come and go from the tool list as test_trigger_tool_change says."
+    input_schema = NO_ARGS
+
+    def execute(self, context: EngineContext) -> RichResult:
+        return RichResult((Text("still here"),))
+
+
+class TriggerToolChange(Engine):
+    """A conformance fixture that changes its own tenant's catalog.
+
+    Each call withdraws ``test_changing_tool`` from the caller's tenant, or
+    exposes it again, so a ``subscriptions/listen`` stream sees
+    ``tools/list_changed``. Expose it only to a tenant that runs the
+    conformance suite: any caller of it changes what the tenant serves.
+    """
+
+    id = "test_trigger_tool_change"
+    name = "Trigger a tool list change"
+    description = "Withdraw or expose test_changing_tool for this tenant."
+    input_schema = NO_ARGS
+
+    def execute(self, context: EngineContext) -> RichResult:
+        from mcp_gateway import bookkeeping
+        from mcp_gateway.models import Tenant
+
+        tenant = Tenant.objects.get(slug=context.principal.tenant)
+        if bookkeeping.unexpose(tenant, ChangingTool.id):
+            return RichResult((Text("test_changing_tool withdrawn"),))
+        bookkeeping.expose(tenant, ChangingTool.id)
+        return RichResult((Text("test_changing_tool exposed"),))
+
+
+def _roots(reply: RootsReply) -> str:
+    return ", ".join(root.uri for root in reply.roots) or "none"
 
 
 class CustomHeader(Engine):
@@ -395,6 +549,13 @@ ENGINES = (
     LoggingTool,
     StreamingElicitation,
     MissingCapability,
+    InputRequiredSampling,
+    InputRequiredListRoots,
+    InputRequiredMultipleInputs,
+    InputRequiredCapabilities,
+    Sampling,
+    ChangingTool,
+    TriggerToolChange,
     CustomHeader,
     Elicitation,
     ElicitationDefaults,

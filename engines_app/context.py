@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engines_app.interaction import InputReply
+from engines_app.interaction import Answer, InputReply, Kind
 
 ProgressSink = Callable[[float, float | None, str | None], None]
 LogSink = Callable[[str, str], None]
@@ -108,8 +108,15 @@ class EngineContext:
     progress_sink: ProgressSink = _drop_progress
     log_sink: LogSink = _drop_log
     reply: InputReply | None = None
-    """The caller's answer when this call repeats one that returned an
-    ``InputRequest``; ``None`` on a first call."""
+    """The caller's answer when this call repeats one that asked a single
+    form or URL question; ``None`` on a first call (and for other questions:
+    see ``answers``)."""
+    answers: Mapping[str, Answer] = field(default_factory=dict)
+    """Every answer by its question's key when this call repeats one that
+    asked (``engines_app.interaction``); empty on a first call."""
+    answerable: frozenset[Kind] = frozenset()
+    """The kinds of question the caller can answer on this call (``form``,
+    ``url``, ``model``, ``roots``); empty when it can answer none."""
     span_opener: SpanOpener = _no_span
     secrets: Mapping[str, str] = field(default_factory=dict)
     """The secrets staff set for this tenant and engine, by name: only the

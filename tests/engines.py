@@ -8,6 +8,7 @@ from typing import Any
 from engines_app.context import EngineContext
 from engines_app.engine import Engine
 from engines_app.errors import EngineError
+from engines_app.interaction import UrlRequest
 
 
 class ColonEcho(Engine):
@@ -42,7 +43,21 @@ class Probe(Engine):
         return {"ran": True}
 
 
-PROBES = (Probe,)
+class Consent(Engine):
+    """Sends the user to a consent page, then says what they chose."""
+
+    id = "test.consent"
+    name = "Consent"
+    description = "Ask the user to open a consent page."
+    input_schema = {"type": "object", "properties": {}, "additionalProperties": False}
+
+    def execute(self, context: EngineContext) -> dict[str, Any] | UrlRequest:
+        if context.reply is None:
+            return UrlRequest("Grant access", "https://example.com/consent")
+        return {"action": context.reply.action, "state": context.reply.state}
+
+
+PROBES = (Probe, Consent)
 
 
 class Drifting:

@@ -40,7 +40,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from engines_app.context import Signal
-from engines_app.interaction import InputReply, InputRequest
+from engines_app.interaction import Answer, InputReply, InputRequest
 from mcp_gateway import call_approvals
 from mcp_gateway.audit import callrecord
 from mcp_gateway.audit import log as audit
@@ -83,8 +83,8 @@ class Verdict:
     """What :func:`check` decided: an answer instead of a run, or a run."""
 
     answer: types.CallToolResult | types.InputRequiredResult | None = None
-    reply: InputReply | None = None
-    """The engine's own input reply, on a later round of a confirmed call."""
+    answers: Mapping[str, Answer] | None = None
+    """The engine's own answers by key, on a later round (of a confirmed call)."""
     confirmed: Claims | None = None
     """The confirmation a later engine round carries in its state."""
 
@@ -98,7 +98,7 @@ async def check(
 ) -> Verdict:
     """Run, ask or refuse a call; only ``entry.confirm`` calls are asked."""
     if not entry.confirm:
-        return Verdict(reply=interaction.reply_of(params))
+        return _engine_round(params)
     _note(scope, entry, arguments)
     if gateway_settings().CALL_APPROVAL == CALL_APPROVAL_STAFF:
         return await run_sync_outside_loop(by_staff, scope, entry, arguments)
@@ -141,6 +141,8 @@ async def ask_on_2025(
         tenant_id, principal, version, request_id, signal
     ) as running:
         reply = await scope.elicit(request, signal)
+    if not isinstance(reply, InputReply):
+        reply = None
     if cancellation.cancelled(running):
         message = "The call was cancelled; the tool did not run."
         return _refuse(scope, callrecord.CANCELLED, "CANCELLED", message)
@@ -214,16 +216,18 @@ async def _by_client(
     params: types.CallToolRequestParams,
     arguments: Mapping[str, Any],
 ) -> Verdict:
-    if params.request_state is None:
-        if params.input_responses:
-            raise _invalid("inputResponses need the requestState they answer.")
+    if params.request_state is None:  # answers without a state: ignored
         _finish(scope, callrecord.AWAITING)
         return Verdict(answer=question(scope, entry, arguments))
     state = _opened(params.request_state)
     claims = _verified(scope, entry, arguments, state)
     if state.get("k") != CONFIRM_KEY:  # a later round the engine asked
-        return Verdict(reply=interaction.reply_of(params), confirmed=claims)
-    answer = (params.input_responses or {}).get(CONFIRM_KEY)
+        return _engine_round(params, claims)
+    responses = params.input_responses or {}
+    if CONFIRM_KEY not in responses:  # asked again, afresh
+        _finish(scope, callrecord.AWAITING)
+        return Verdict(answer=question(scope, entry, arguments))
+    answer = responses[CONFIRM_KEY]
     if not isinstance(answer, types.ElicitResult):
         raise _invalid("The retry must answer the elicitation it was asked.")
     if answer.action == "accept" and not await run_sync_outside_loop(
@@ -234,6 +238,17 @@ async def _by_client(
     if verdict.answer is not None:
         return verdict
     return Verdict(confirmed=claims)
+
+
+def _engine_round(
+    params: types.CallToolRequestParams, claims: Claims | None = None
+) -> Verdict:
+    """The engine's reply carried by a retry, or its questions asked again
+    when the retry lacks an answer."""
+    answers = interaction.answers_of(params)
+    if isinstance(answers, types.InputRequiredResult):
+        return Verdict(answer=answers)
+    return Verdict(answers=answers, confirmed=claims)
 
 
 def _opened(plaintext: str) -> dict[str, Any]:

@@ -1,8 +1,11 @@
 """Server requests on the 2025 wires: an engine's question, answered statelessly.
 
-When an engine returns an ``InputRequest`` during a 2025-era ``tools/call``
-answered as an SSE stream, the worker sends ``elicitation/create`` on that
-stream under a server-issued, unguessable id and waits, until the call's
+When an engine asks a question during a 2025-era ``tools/call`` answered as
+an SSE stream, the worker sends its request on that stream
+(``elicitation/create`` for a form, or in mode ``url`` on 2025-11-25;
+``sampling/createMessage`` for the caller's model; ``roots/list``; a
+round's questions one after another) under a server-issued, unguessable id
+and waits, until the call's
 deadline, for the client's answer. The client POSTs the answer (a JSON-RPC
 response) to any worker of any host. The waiting worker notes the id in the
 shared cache (``RATE_LIMIT_CACHE``) with its bus address, the tenant and the
@@ -31,15 +34,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-import mcp_types as types
 from django.core.cache import caches
-from pydantic import ValidationError
 
 from engines_app.context import Principal, Signal
-from engines_app.interaction import InputReply, InputRequest
+from engines_app.interaction import Answer, Question
 from mcp_gateway import bus
 from mcp_gateway.conf import gateway_settings
-from mcp_gateway.dispatch.interaction import requested_schema
+from mcp_gateway.dispatch import interaction
 
 logger = logging.getLogger("mcp_gateway")
 
@@ -49,7 +50,6 @@ CACHE_PREFIX = "mcpgw:asked:"
 ID_PREFIX = "mcpgw-"
 ASKING_VERSIONS = frozenset({"2025-06-18", "2025-11-25"})
 """The 2025 revisions that define ``elicitation/create``."""
-METHOD = "elicitation/create"
 _ID = re.compile(r"mcpgw-[A-Za-z0-9_-]{32}")
 _NO_DEADLINE_SECONDS = 3600
 _SLACK_SECONDS = 5
@@ -87,7 +87,7 @@ class Asker:
     principal: Principal
     send: Send
 
-    async def ask(self, request: InputRequest, signal: Signal) -> InputReply | None:
+    async def ask(self, request: Question, signal: Signal) -> Answer | None:
         """The client's answer to ``request``; ``None`` when it is unavailable."""
         remaining = signal.remaining()
         if remaining is not None and remaining <= 0:
@@ -153,25 +153,23 @@ def waiting_count() -> int:
     return len(_waiting)
 
 
-def reply_of(result: Any, request: InputRequest) -> InputReply | None:
-    """The engine's reply from an ``ElicitResult``; ``None`` if it is not one."""
+def reply_of(result: Any, request: Question) -> Answer | None:
+    """The engine's answer from the client's result to ``request`` (an
+    ``ElicitResult``, a ``CreateMessageResult``, a ``ListRootsResult``);
+    ``None`` if it is not the one asked for."""
     if result is None:
         return None
-    try:
-        answer = types.ElicitResult.model_validate(result)
-    except ValidationError:
-        return None
-    return InputReply(
-        action=answer.action, content=dict(answer.content or {}), state=request.state
-    )
+    return interaction.answer_of(request.kind, result, request.state)
 
 
 # -- This process's side ------------------------------------------------------------
 
 
-def _question(request_id: str, request: InputRequest) -> dict[str, Any]:
-    params = {"message": request.message, "requestedSchema": requested_schema(request)}
-    return {"jsonrpc": "2.0", "id": request_id, "method": METHOD, "params": params}
+def _question(request_id: str, request: Question) -> dict[str, Any]:
+    """The JSON-RPC request asking ``request`` (a URL elicitation carries
+    the ``elicitationId`` 2025-11-25 requires; calls ask it on no other)."""
+    method, params = interaction.wire_params(request, "2025-11-25")
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
 
 
 async def _listening(signal: Signal) -> None:

@@ -13,14 +13,15 @@ from collections.abc import Mapping
 from typing import Any
 
 import mcp_types as types
+from mcp.shared.exceptions import MCPError
 
 from engines_app.context import EngineContext
-from engines_app.interaction import InputReply
+from engines_app.interaction import Answer, Kind, Question
 from mcp_gateway import jsonrpc
 from mcp_gateway.audit import callrecord
 from mcp_gateway.audit import log as audit
 from mcp_gateway.catalog import CatalogEntry
-from mcp_gateway.dispatch import asking, cancellation
+from mcp_gateway.dispatch import asking, cancellation, interaction
 from mcp_gateway.dispatch.era import Route
 from mcp_gateway.dispatch.scope import CallScope, Outcome
 from mcp_gateway.dispatch.wire import error_outcome
@@ -98,9 +99,12 @@ def start(
     scope: CallScope,
     entry: CatalogEntry,
     arguments: Mapping[str, Any],
-    reply: InputReply | None = None,
+    answers: Mapping[str, Answer] | None = None,
+    answerable: frozenset[Kind] = frozenset(),
 ) -> EngineContext:
-    """The engine's context for this call; the record learns the engine."""
+    """The engine's context for this call; the record learns the engine.
+
+    ``answerable``: the questions the caller can answer (:func:`answerable`)."""
     context = adapter.build_context(
         entry.engine,
         arguments,
@@ -109,7 +113,8 @@ def start(
         deadline_seconds=deadlines.deadline_for(entry.engine),
         progress_sink=scope.progress_sink,
         log_sink=scope.log_sink,
-        reply=reply,
+        answers=answers,
+        answerable=answerable,
     )
     record = scope.record
     if record is not None:
@@ -126,13 +131,16 @@ def run(
     context: EngineContext,
     *,
     wire: Wire | None = None,
+    ask: adapter.Ask | None = None,
 ) -> types.CallToolResult:
     """Run the engine from sync code (WSGI), with its secrets, and record the
     outcome; on the 2025 wires (``wire``) a client's cancel reaches it, and
     on every wire a client gone away (``scope.client_gone``) cancels it.
+    ``ask`` refuses an engine's question (``interaction.refuse``).
 
     Raises:
         deadlines.CallerGone: the client went away (recorded ``cancelled``).
+        MCPError: ``ask`` refused a question (recorded ``invalid``).
     """
     gone = scope.client_gone
     try:
@@ -140,10 +148,15 @@ def run(
             result = engine_secrets.call(
                 entry.engine,
                 context,
-                lambda context: adapter.execute(entry.engine, arguments, context, gone),
+                lambda context: adapter.execute(
+                    entry.engine, arguments, context, gone, ask
+                ),
             )
     except deadlines.CallerGone:
         finish(scope, callrecord.CANCELLED)
+        raise
+    except MCPError as exc:
+        finish(scope, callrecord.INVALID, str(exc.error.code))
         raise
     finish_result(scope, result, running)
     return result
@@ -162,7 +175,12 @@ async def arun(
     outcome (or the cancellation, when the client goes away or cancels).
 
     On a 2025 wire that can carry questions (``scope.elicit``), an engine's
-    input request is asked on the call's stream (``asking``)."""
+    input request is asked on the call's stream (``asking``).
+
+    Raises:
+        MCPError: ``ask`` refused a question the client cannot answer
+            (-32021, recorded ``invalid``).
+    """
     elicit = _elicit(scope, wire) if ask is None else None
     try:
         with _watching(scope, wire, context) as running:
@@ -176,6 +194,9 @@ async def arun(
     except asyncio.CancelledError:
         finish(scope, callrecord.CANCELLED)
         raise
+    except MCPError as exc:
+        finish(scope, callrecord.INVALID, str(exc.error.code))
+        raise
     finish_result(scope, result, running)
     return result
 
@@ -185,9 +206,28 @@ Wire = tuple[str, Any]
 
 
 def _elicit(scope: CallScope, wire: Wire | None) -> adapter.Elicit | None:
-    if wire is None or wire[0] not in asking.ASKING_VERSIONS:
+    """Who asks on a 2025 wire's stream: ``scope.elicit``, for the kinds of
+    question the call's revision defines (another is no answer)."""
+    elicit = scope.elicit
+    if wire is None or wire[0] not in asking.ASKING_VERSIONS or elicit is None:
         return None
-    return scope.elicit
+    kinds = interaction.asking_kinds(wire[0])
+
+    async def asked(question: Question, signal: Any) -> Any:
+        if question.kind not in kinds:
+            return None
+        return await elicit(question, signal)
+
+    return asked
+
+
+def answerable(scope: CallScope, version: str, meta: Any) -> frozenset[Kind]:
+    """The questions the caller of a call at ``version`` with ``_meta`` can
+    answer: what it declared (2026-07-28), or what the call's SSE stream can
+    ask (a 2025 wire under ASGI), else none."""
+    if version in asking.ASKING_VERSIONS:
+        return interaction.asking_kinds(version) if scope.elicit else frozenset()
+    return interaction.answerable(version, meta)
 
 
 def _watching(

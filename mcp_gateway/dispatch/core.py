@@ -29,6 +29,7 @@ from typing import Any
 
 import mcp_types as types
 from django.db import DatabaseError
+from mcp.shared.exceptions import MCPError
 
 from engines_app.context import EngineContext
 from mcp_gateway import jsonrpc
@@ -44,7 +45,7 @@ from mcp_gateway.dispatch.wire import (
     error_outcome,
     result_outcome,
 )
-from mcp_gateway.runtime import deadlines
+from mcp_gateway.runtime import adapter, deadlines
 from mcp_gateway.runtime.loop import run_in_thread_loop
 
 LIST = "tools/list"
@@ -99,7 +100,17 @@ def handle(
     if step.call is not None:
         call = step.call
         wire = (step.route.version, step.request_id)
-        result = calls.run(scope, call.entry, call.arguments, call.context, wire=wire)
+        try:
+            result = calls.run(
+                scope,
+                call.entry,
+                call.arguments,
+                call.context,
+                wire=wire,
+                ask=_refuse(step),
+            )
+        except MCPError as exc:
+            return _refused(step, exc)
         return _called(step, result)
     listed = _listed(step, scope)
     if listed is not None:
@@ -123,14 +134,33 @@ async def ahandle(
     if step.call is not None:
         call = step.call
         wire = (step.route.version, step.request_id)
-        result = await calls.arun(
-            scope, call.entry, call.arguments, call.context, wire=wire
-        )
+        try:
+            result = await calls.arun(
+                scope,
+                call.entry,
+                call.arguments,
+                call.context,
+                _refuse(step),
+                wire=wire,
+            )
+        except MCPError as exc:
+            return _refused(step, exc)
         return _called(step, result)
     listed = _listed(step, scope)
     if listed is not None:
         return listed
     return _remember(step, scope, await _by_sdk(step, scope))
+
+
+def _refuse(step: Step) -> adapter.Ask | None:
+    """On 2026-07-28 a plain call's client declared it answers no question:
+    an engine's question is -32021 (``interaction.refuse``)."""
+    return interaction.refuse if step.route.modern else None
+
+
+def _refused(step: Step, exc: MCPError) -> Outcome:
+    error = exc.error
+    return error_outcome(step.request_id, error, era.status_of(step.route, error))
 
 
 # -- The steps before any waiting --------------------------------------------------
@@ -171,7 +201,9 @@ def _prepare(
         return Step(request_id, method, params, route, listing=True)
     if isinstance(chosen, CatalogEntry):
         arguments = params.get("arguments", {}) if isinstance(params, dict) else {}
-        context = calls.start(scope, chosen, arguments)
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        kinds = calls.answerable(scope, route.version, meta)
+        context = calls.start(scope, chosen, arguments, answerable=kinds)
         return Step(request_id, method, params, route, Call(chosen, arguments, context))
     return Step(request_id, method, params, route)
 

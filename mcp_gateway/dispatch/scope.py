@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from engines_app.context import LogSink, Principal, ProgressSink, Signal
-from engines_app.interaction import InputReply, InputRequest
+from engines_app.interaction import Answer, Question
 from mcp_gateway.audit.callrecord import CallRecord
 from mcp_gateway.catalog import Catalog
 from mcp_gateway.models import Tenant
 
-Elicit = Callable[[InputRequest, Signal], Awaitable[InputReply | None]]
+Elicit = Callable[[Question, Signal], Awaitable[Answer | None]]
 """Asks the caller during a 2025-era call (``dispatch.asking.Asker.ask``)."""
 
 

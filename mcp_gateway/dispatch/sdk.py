@@ -161,11 +161,15 @@ async def _call_tool(
     verdict = await approval.check(ctx, scope, entry, params, arguments)
     if verdict.answer is not None:
         return verdict.answer
-    context = calls.start(scope, entry, arguments, verdict.reply)
+    version = ctx.protocol_version
+    kinds = calls.answerable(scope, version, ctx.meta)
+    context = calls.start(scope, entry, arguments, verdict.answers, kinds)
     ask = None
-    if interaction.can_ask(ctx):
-        ask = functools.partial(interaction.input_required, confirmed=verdict.confirmed)
-    wire = (ctx.protocol_version, ctx.request_id)
+    if version in MODERN_PROTOCOL_VERSIONS:  # answered by a retry, or -32021
+        ask = functools.partial(
+            interaction.input_required, confirmed=verdict.confirmed, kinds=kinds
+        )
+    wire = (version, ctx.request_id)
     return await calls.arun(scope, entry, arguments, context, ask, wire=wire)
 
 

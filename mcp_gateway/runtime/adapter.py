@@ -34,7 +34,16 @@ from engines_app.context import (
 )
 from engines_app.engine import Hints, Icon, is_async_engine
 from engines_app.errors import EngineError
-from engines_app.interaction import InputReply, InputRequest
+from engines_app.interaction import (
+    Answer,
+    Asked,
+    InputRound,
+    Kind,
+    Question,
+    is_asked,
+    questions_of,
+    single_reply,
+)
 from engines_app.results import Audio, Content, Image, Resource, RichResult, Text
 from mcp_gateway.limits import concurrency
 from mcp_gateway.naming import tool_name
@@ -49,9 +58,10 @@ DEFAULT_INPUT_SCHEMA: Mapping[str, Any] = {
     "additionalProperties": False,
 }
 INPUT_UNAVAILABLE = (
-    "This tool asks the caller for confirmation, which is unavailable on this "
-    "protocol version or was not answered; use 2026-07-28 with a client that "
-    "supports elicitation, or a 2025 client that accepts SSE and answers it."
+    "This tool asks the caller for input (a confirmation, a form, its model or "
+    "its roots), which is unavailable on this protocol version or was not "
+    "answered; use 2026-07-28 with a client that declares the capability, or a "
+    "2025 client that accepts SSE and answers it."
 )
 """The tool error of an engine's input request no one can answer."""
 _MAX_ERROR_TEXT = 300
@@ -183,7 +193,8 @@ def build_context(
     deadline_seconds: float | None,
     progress_sink: ProgressSink | None = None,
     log_sink: LogSink | None = None,
-    reply: InputReply | None = None,
+    answers: Mapping[str, Answer] | None = None,
+    answerable: frozenset[Kind] = frozenset(),
 ) -> EngineContext:
     """Build what the engine sees of this call; sinks default to dropping."""
     deadline = None if deadline_seconds is None else time.monotonic() + deadline_seconds
@@ -199,7 +210,9 @@ def build_context(
         principal=principal,
         config=config,
         signal=Signal(deadline=deadline),
-        reply=reply,
+        reply=single_reply(answers or {}),
+        answers=dict(answers or {}),
+        answerable=answerable,
         **sinks,
     )
 
@@ -265,29 +278,37 @@ def execute(
     arguments: Mapping[str, Any],
     context: EngineContext,
     client_gone: deadlines.ClientGone | None = None,
+    ask: Ask | None = None,
 ) -> types.CallToolResult:
     """Run ``engine`` from sync code; every outcome is a tool result.
 
     A sync engine runs in the bounded engine pool until its deadline, as under
     :func:`aexecute`, but without an event loop, or until ``client_gone``
     says the client went away; an async engine runs on this thread's loop.
-    An ``InputRequest`` is a tool error (no one to ask).
+    A question is a tool error (no one to ask), or ``ask``'s to refuse.
 
     Raises:
         deadlines.CallerGone: the client went away while a sync engine ran.
+        MCPError: ``ask``'s refusal of a question.
     """
+    asked = None
     with _Run(engine, arguments, context) as run:
         if run.result is None:
             value = _run_blocking(engine, context, client_gone)
-            run.result = to_result(engine, value)
-    result = run.answer()
+            if is_asked(value) and ask is not None:
+                asked = value
+            else:
+                run.result = to_result(engine, value)
+    result = ask(asked) if asked is not None and ask is not None else run.answer()
     if not isinstance(result, types.CallToolResult):  # never: nobody was asked
         raise TypeError("An input request from sync code.")
     return result
 
 
-Ask = Callable[[InputRequest], types.InputRequiredResult]
-Elicit = Callable[[InputRequest, Signal], Awaitable[InputReply | None]]
+Ask = Callable[[Asked], types.InputRequiredResult]
+"""Asks the caller by a result it answers by a retry; raises ``MCPError``
+for a question it cannot answer (after the engine's frame is left)."""
+Elicit = Callable[[Question, Signal], Awaitable[Answer | None]]
 """Asks the caller during the call; ``None`` when no answer is available."""
 MAX_INPUT_ROUNDS = 3
 """Questions an engine may ask during one call (``Elicit``)."""
@@ -305,19 +326,26 @@ async def aexecute(
     Sync engines run in the bounded engine pool (``deadlines``) and may poll
     the context's signal, which is cancelled at the deadline or when the call
     is; async engines are stopped at the deadline. An engine's
-    ``InputRequest`` goes to ``ask`` when the caller can answer it by a
-    retry, or to ``elicit`` when it can answer during the call (the engine
-    then runs again with the reply), else it is a tool error.
+    question goes to ``ask`` when the caller can answer it by a retry, or
+    to ``elicit`` when it can answer during the call (the engine then runs
+    again with the reply; a round's questions are asked one after
+    another), else it is a tool error.
+
+    Raises:
+        MCPError: ``ask``'s refusal of a question the client cannot answer.
     """
+    asked = None
     with _Run(engine, arguments, context) as run:
         if run.result is None:
             value = await _acall(engine, context)
-            if isinstance(value, InputRequest) and ask is not None:
-                run.result = ask(value)
+            if is_asked(value) and ask is not None:
+                asked = value
             else:
                 if elicit is not None:
                     value = await _elicited(engine, context, value, elicit)
                 run.result = to_result(engine, value)
+    if asked is not None and ask is not None:
+        return ask(asked)
     return run.answer()
 
 
@@ -325,15 +353,34 @@ async def _elicited(
     engine: Any, context: EngineContext, value: Any, elicit: Elicit
 ) -> Any:
     """Answer the engine's questions, at most ``MAX_INPUT_ROUNDS``; an
-    unanswered one stays an ``InputRequest`` (a tool error)."""
+    unanswered one stays a question (a tool error)."""
     for _ in range(MAX_INPUT_ROUNDS):
-        if not isinstance(value, InputRequest):
+        if not is_asked(value):
             return value
-        reply = await elicit(value, context.signal)
-        if reply is None:
+        answers = await _answers(value, context, elicit)
+        if answers is None:
             return value
-        value = await _acall(engine, dataclasses.replace(context, reply=reply))
+        answered = dataclasses.replace(
+            context, reply=single_reply(answers), answers=answers
+        )
+        value = await _acall(engine, answered)
     return value
+
+
+async def _answers(
+    asked: Asked, context: EngineContext, elicit: Elicit
+) -> dict[str, Answer] | None:
+    """The caller's answer to each question, by key, asked in turn (a
+    round's carry its state); ``None`` as soon as one is unavailable."""
+    answers: dict[str, Answer] = {}
+    for question in questions_of(asked):
+        answer = await elicit(question, context.signal)
+        if answer is None:
+            return None
+        if isinstance(asked, InputRound):
+            answer = dataclasses.replace(answer, state=asked.state)
+        answers[question.key] = answer
+    return answers
 
 
 def _failed(engine: Any, exc: Exception) -> types.CallToolResult:
@@ -437,7 +484,7 @@ def to_result(engine: Any, value: Any) -> types.CallToolResult:
     """
     if isinstance(value, RichResult):
         return _rich_result(engine, value)
-    if isinstance(value, InputRequest):
+    if is_asked(value):
         return tool_error("INPUT_UNAVAILABLE", INPUT_UNAVAILABLE)
     text = _dumps(value)
     structured = value if isinstance(value, dict) else None

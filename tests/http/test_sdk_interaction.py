@@ -29,7 +29,13 @@ from tests.live.servers import Server, database_url, running
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-TOOLS = ["test.async_ticker", "demo.add_note", "demo.delete_note"]
+TOOLS = [
+    "test.async_ticker",
+    "demo.add_note",
+    "demo.delete_note",
+    "test_input_required_result_multiple_inputs",
+    "test_sampling",
+]
 ACCEPT = types.ElicitResult(action="accept", content={"confirm": True})
 
 
@@ -235,3 +241,66 @@ def test_under_gunicorn_a_2025_confirmation_is_a_tool_error(server, alice, note)
     assert result.is_error is True
     assert "unavailable on this protocol version" in result.content[0].text
     assert Note.objects.filter(pk=note.pk).exists()
+
+
+async def _name(context: Any, params: Any) -> Any:
+    return types.ElicitResult(action="accept", content={"name": "Alice"})
+
+
+async def _sample(context: Any, params: types.CreateMessageRequestParams) -> Any:
+    asked = params.messages[0].content
+    assert isinstance(asked, types.TextContent)
+    return types.CreateMessageResult(
+        role="assistant",
+        content=types.TextContent(type="text", text=f"Re: {asked.text}"),
+        model="local-model",
+        stop_reason="endTurn",
+    )
+
+
+async def _roots(context: Any) -> Any:
+    root = types.Root.model_validate({"uri": "file:///srv/a", "name": "A"})
+    return types.ListRootsResult(roots=[root])
+
+
+@pytest.mark.parametrize("server", ["uvicorn"], indirect=True)
+@pytest.mark.parametrize(("mode", "era"), ERAS)
+def test_the_sdk_callbacks_answer_a_round_of_a_form_the_model_and_the_roots(
+    server, alice, mode, era
+):
+    async def work(session: Any) -> Any:
+        result = await session.call_tool(
+            "test_input_required_result_multiple_inputs", {}
+        )
+        return session.protocol_version, result
+
+    version, result = run(
+        server,
+        alice,
+        work,
+        mode,
+        elicitation_callback=_name,
+        sampling_callback=_sample,
+        list_roots_callback=_roots,
+    )
+
+    assert version == era
+    assert result.is_error is not True
+    assert result.content[0].text == (
+        "Re: Generate a greeting Alice (roots: file:///srv/a; state=multiple)"
+    )
+
+
+@pytest.mark.parametrize("server", ["uvicorn"], indirect=True)
+def test_a_2026_client_without_a_sampling_callback_is_refused_with_32021(server, alice):
+    async def work(session: Any) -> Any:
+        try:
+            return await session.call_tool("test_sampling", {"prompt": "Hi"})
+        except MCPError as refused:
+            return refused
+
+    refused = run(server, alice, work, elicitation_callback=_name)
+
+    assert isinstance(refused, MCPError)
+    assert refused.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert refused.error.data == {"requiredCapabilities": {"sampling": {}}}

@@ -69,7 +69,9 @@ def ask(
         waiting = asyncio.ensure_future(asker.ask(confirm("Delete?", "s1"), call))
         question = await questions.get()
         await asyncio.to_thread(answering, question)
-        return await waiting, call, question
+        reply = await waiting
+        assert reply is None or isinstance(reply, InputReply)
+        return reply, call, question
 
     return asyncio.run(main())
 

@@ -147,24 +147,31 @@ def test_an_expired_state_is_refused(tenant, note, settings):
     assert Note.objects.filter(pk=note.pk).exists()
 
 
-def test_answers_without_a_state_are_refused(tenant, note):
-    outcome = delete(tenant, {"id": note.pk}, inputResponses=ACCEPTED)
+def test_answers_without_a_state_are_ignored_and_the_question_asked(tenant, note):
+    body = result(delete(tenant, {"id": note.pk}, inputResponses=ACCEPTED))
 
-    assert refused_with_invalid_params(outcome)
+    assert body["resultType"] == "input_required"
+    assert list(body["inputRequests"]) == ["input"]
     assert Note.objects.filter(pk=note.pk).exists()
 
 
-@pytest.mark.parametrize(
-    ("version", "elicitation"), [("2025-11-25", True), (MODERN, False)]
-)
-def test_a_client_that_cannot_answer_gets_a_tool_error(
-    tenant, note, version, elicitation
-):
-    outcome = delete(tenant, {"id": note.pk}, version=version, elicitation=elicitation)
+def test_a_2025_client_without_a_stream_gets_a_tool_error(tenant, note):
+    outcome = delete(tenant, {"id": note.pk}, version="2025-11-25")
 
     body = result(outcome)
     assert body["isError"] is True
     assert "unavailable on this protocol version" in body["content"][0]["text"]
+    assert Note.objects.filter(pk=note.pk).exists()
+
+
+def test_a_modern_client_without_elicitation_is_refused_with_32021(tenant, note):
+    outcome = delete(tenant, {"id": note.pk}, elicitation=False)
+
+    assert outcome.status == 400
+    assert outcome.json is not None
+    error = outcome.json["error"]
+    assert error["code"] == -32021
+    assert error["data"] == {"requiredCapabilities": {"elicitation": {}}}
     assert Note.objects.filter(pk=note.pk).exists()
 
 

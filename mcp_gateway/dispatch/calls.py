@@ -16,7 +16,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from engines_app.context import EngineContext
-from engines_app.interaction import Answer, Kind, Question
+from engines_app.interaction import Answer, Asked, Kind, Question
 from mcp_gateway import jsonrpc
 from mcp_gateway.audit import callrecord
 from mcp_gateway.audit import log as audit
@@ -141,6 +141,8 @@ def run(
     Raises:
         deadlines.CallerGone: the client went away (recorded ``cancelled``).
         MCPError: ``ask`` refused a question (recorded ``invalid``).
+        adapter.Deferred: ``ask`` deferred a question (the record stays
+            open for :func:`arun` to finish).
     """
     gone = scope.client_gone
     try:
@@ -170,12 +172,14 @@ async def arun(
     ask: adapter.Ask | None = None,
     *,
     wire: Wire | None = None,
+    asked: Asked | None = None,
 ) -> Result:
     """Run the engine from async code, with its secrets, and record the
     outcome (or the cancellation, when the client goes away or cancels).
 
     On a 2025 wire that can carry questions (``scope.elicit``), an engine's
-    input request is asked on the call's stream (``asking``).
+    input request is asked on the call's stream (``asking``); ``asked`` is
+    the question of a first run :func:`run` deferred (``adapter.Deferred``).
 
     Raises:
         MCPError: ``ask`` refused a question the client cannot answer
@@ -188,7 +192,7 @@ async def arun(
                 entry.engine,
                 context,
                 lambda context: adapter.aexecute(
-                    entry.engine, arguments, context, ask, elicit
+                    entry.engine, arguments, context, ask, elicit, asked
                 ),
             )
     except asyncio.CancelledError:

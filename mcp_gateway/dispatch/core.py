@@ -23,7 +23,7 @@ awaited) or ``serve_one`` (on this thread's loop, or awaited).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +35,7 @@ from engines_app.context import EngineContext
 from mcp_gateway import jsonrpc
 from mcp_gateway.catalog import Catalog, CatalogEntry
 from mcp_gateway.conf import gateway_settings
-from mcp_gateway.dispatch import calls, era, interaction, sdk
+from mcp_gateway.dispatch import asking, calls, era, interaction, sdk
 from mcp_gateway.dispatch.era import Rejection, Route
 from mcp_gateway.dispatch.scope import CallScope, Outcome
 from mcp_gateway.dispatch.wire import (
@@ -94,6 +94,37 @@ def handle(
         DatabaseError: the database failed during admission.
         RuntimeError: called from a thread whose event loop is running.
     """
+    answer = _handle(message, scope, through_sdk=through_sdk)
+    if isinstance(answer, Pending):
+        with deadlines.request_thread():
+            return run_in_thread_loop(answer.rest)
+    return answer
+
+
+@dataclass(frozen=True)
+class Pending:
+    """The rest of a call, for the sync caller to run on its thread's loop
+    in steps (``loop.Resumable``): it may ask the client (``scope.elicit``)."""
+
+    rest: Coroutine[Any, Any, Outcome]
+
+
+def handle_asking(message: dict[str, Any], scope: CallScope) -> Outcome | Pending:
+    """:func:`handle` for a sync server that can ask the client of a 2025
+    call on an SSE stream (``scope.elicit``): a plain call runs here, and
+    only when its engine asks is the rest :class:`Pending`, as is a call
+    the SDK answers (a confirmation asks before the engine runs).
+
+    Raises:
+        DatabaseError: the database failed during admission.
+        deadlines.CallerGone: the client went away while the engine ran.
+    """
+    return _handle(message, scope)
+
+
+def _handle(
+    message: dict[str, Any], scope: CallScope, *, through_sdk: bool = False
+) -> Outcome | Pending:
     step = prepare(message, scope, through_sdk=through_sdk)
     if isinstance(step, Outcome):
         return step
@@ -107,16 +138,41 @@ def handle(
                 call.arguments,
                 call.context,
                 wire=wire,
-                ask=_refuse(step),
+                ask=_ask_sync(step, scope),
             )
         except MCPError as exc:
             return _refused(step, exc)
+        except adapter.Deferred as deferred:
+            return Pending(_asking(step, scope, call, deferred.asked))
         return _called(step, result)
     listed = _listed(step, scope)
     if listed is not None:
         return listed
-    with deadlines.request_thread():
-        return _remember(step, scope, run_in_thread_loop(_by_sdk(step, scope)))
+    return Pending(_remembered(step, scope))
+
+
+async def _asking(step: Step, scope: CallScope, call: Call, asked: Any) -> Outcome:
+    """A plain call whose engine asked: ask, and run it on with the answer."""
+    wire = (step.route.version, step.request_id)
+    result = await calls.arun(
+        scope, call.entry, call.arguments, call.context, wire=wire, asked=asked
+    )
+    return _called(step, result)
+
+
+async def _remembered(step: Step, scope: CallScope) -> Outcome:
+    return _remember(step, scope, await _by_sdk(step, scope))
+
+
+def _ask_sync(step: Step, scope: CallScope) -> adapter.Ask | None:
+    """:func:`_refuse`, or on a 2025 wire whose stream can ask, a deferral."""
+    if scope.elicit is not None and step.route.version in asking.ASKING_VERSIONS:
+        return _defer
+    return _refuse(step)
+
+
+def _defer(asked: Any) -> Any:
+    raise adapter.Deferred(asked)
 
 
 async def ahandle(

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from django.db import DatabaseError
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from engines_app.context import Principal
@@ -14,7 +14,7 @@ from mcp_gateway import jsonrpc
 from mcp_gateway.audit import log as audit
 from mcp_gateway.dispatch.core import handle
 from mcp_gateway.dispatch.scope import CallScope, Outcome
-from mcp_gateway.endpoint import boundary
+from mcp_gateway.endpoint import asking, boundary
 from mcp_gateway.endpoint.admission import admit, call_scope
 from mcp_gateway.models import Tenant
 from mcp_gateway.runtime import deadlines
@@ -23,7 +23,7 @@ logger = logging.getLogger("mcp_gateway")
 
 
 @csrf_exempt  # bearer tokens only: no cookie ever authenticates this view
-def endpoint(request: HttpRequest, slug: str) -> HttpResponse:
+def endpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
     request.get_host()  # DisallowedHost -> 400 before anything else
     try:
         admitted = admit(request, slug)
@@ -37,12 +37,18 @@ def endpoint(request: HttpRequest, slug: str) -> HttpResponse:
 
 def _dispatch(
     request: HttpRequest, tenant: Tenant, principal: Principal, message: jsonrpc.Message
-) -> HttpResponse:
+) -> HttpResponseBase:
     try:
         scope = call_scope(request, tenant, principal, message)
         if isinstance(scope, HttpResponse):
             return scope
-        outcome = _handled(message.payload, scope)
+        if asking.can_ask(request, message):
+            answered = _asked(scope, message)
+            if isinstance(answered, HttpResponseBase):
+                return answered  # a stream: it writes the audit row
+            outcome = answered
+        else:
+            outcome = _handled(message.payload, scope)
         if scope.record is not None:
             audit.record_call(scope.record, tenant, principal)
     except DatabaseError:
@@ -55,6 +61,13 @@ def _handled(payload: dict[str, Any], scope: CallScope) -> Outcome:
     """The answer; for a client gone away mid-call, none worth writing."""
     try:
         return handle(payload, scope)
+    except deadlines.CallerGone:
+        return CLIENT_GONE
+
+
+def _asked(scope: CallScope, message: jsonrpc.Message) -> Outcome | HttpResponseBase:
+    try:
+        return asking.answer(scope, message)
     except deadlines.CallerGone:
         return CLIENT_GONE
 

@@ -307,7 +307,20 @@ def execute(
 
 Ask = Callable[[Asked], types.InputRequiredResult]
 """Asks the caller by a result it answers by a retry; raises ``MCPError``
-for a question it cannot answer (after the engine's frame is left)."""
+for a question it cannot answer (after the engine's frame is left), or
+:class:`Deferred` to ask it later, during the call."""
+
+
+class Deferred(Exception):
+    """An engine's question from sync code, to be asked during the call by
+    async code that runs on (:func:`aexecute` with ``asked``): a sync server
+    can only write a question once its view has returned a stream."""
+
+    def __init__(self, asked: Asked) -> None:
+        super().__init__("An engine asked a question.")
+        self.asked = asked
+
+
 Elicit = Callable[[Question, Signal], Awaitable[Answer | None]]
 """Asks the caller during the call; ``None`` when no answer is available."""
 MAX_INPUT_ROUNDS = 3
@@ -320,8 +333,10 @@ async def aexecute(
     context: EngineContext,
     ask: Ask | None = None,
     elicit: Elicit | None = None,
+    asked: Asked | None = None,
 ) -> types.CallToolResult | types.InputRequiredResult:
-    """Run ``engine`` without blocking the loop.
+    """Run ``engine`` without blocking the loop; ``asked`` is the question
+    of a first run already made (:class:`Deferred`), asked before it runs on.
 
     Sync engines run in the bounded engine pool (``deadlines``) and may poll
     the context's signal, which is cancelled at the deadline or when the call
@@ -334,10 +349,10 @@ async def aexecute(
     Raises:
         MCPError: ``ask``'s refusal of a question the client cannot answer.
     """
-    asked = None
+    first, asked = asked, None
     with _Run(engine, arguments, context) as run:
         if run.result is None:
-            value = await _acall(engine, context)
+            value = await _acall(engine, context) if first is None else first
             if is_asked(value) and ask is not None:
                 asked = value
             else:

@@ -13,7 +13,7 @@ import contextvars
 import functools
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from asgiref.sync import sync_to_async
 
@@ -107,3 +107,76 @@ def _drive(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, T]) -
         if not task.done():
             task.cancel()
             loop.run_until_complete(asyncio.wait({task}))
+
+
+class Resumable(Generic[T]):
+    """A coroutine on this thread's loop, run in steps.
+
+    Between steps the loop is stopped and the thread is free: a sync server
+    writes part of its answer (a question on an SSE stream) and runs the
+    coroutine on when it may. Sync work the coroutine hands back
+    (:func:`run_sync_outside_loop`) runs in this thread during a step.
+    """
+
+    def __init__(self, coroutine: Coroutine[Any, Any, T]) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            coroutine.close()
+            raise RuntimeError("Called from a running event loop; await it there.")
+        self._loop = _thread_loop()
+        self._bridge = _Bridge(self._loop)
+        context = contextvars.copy_context()
+        context.run(_bridge.set, self._bridge)
+        self._task = self._loop.create_task(coroutine, context=context)
+        self._task.add_done_callback(self._bridge.wake_up)
+
+    @property
+    def done(self) -> bool:
+        return self._task.done()
+
+    def interrupt(self) -> None:
+        """End the current step (from the coroutine's side, on the loop)."""
+        self._bridge.wake_up()
+
+    def step(self, seconds: float | None, until: Callable[[], bool]) -> bool:
+        """Run until the coroutine is done (True), or ``until()`` holds or
+        ``seconds`` pass (False)."""
+        loop, bridge = self._loop, self._bridge
+        end = None if seconds is None else loop.time() + seconds
+        while not self._task.done():
+            if until():
+                return False
+            if bridge.parked:
+                bridge.run_parked()
+                continue
+            remaining = None if end is None else end - loop.time()
+            if remaining is not None and remaining <= 0:
+                return False
+            if bridge.wake.done():
+                bridge.wake = loop.create_future()
+            timer = (
+                None
+                if remaining is None
+                else loop.call_later(remaining, bridge.wake_up)
+            )
+            try:
+                loop.run_until_complete(bridge.wake)
+            finally:
+                if timer is not None:
+                    timer.cancel()
+        return True
+
+    def result(self) -> T:
+        """The coroutine's result (or its exception); only once it is done."""
+        return self._task.result()
+
+    def cancel(self) -> None:
+        """Cancel the coroutine and run it until it has finished."""
+        if not self._task.done():
+            self._task.cancel()
+            self.step(None, lambda: False)
+        if not self._task.cancelled():
+            self._task.exception()  # retrieved: nothing to log

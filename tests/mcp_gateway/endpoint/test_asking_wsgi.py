@@ -1,0 +1,169 @@
+"""A 2025 call's questions under WSGI, through Django's test client.
+
+The answer is POSTed while the stream waits, as a second request (the
+in-process bus carries it as Redis or PostgreSQL would across workers; the
+live tests, ``tests/http/test_asking_live.py``, run gunicorn).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+from django.test import Client
+
+from demo.models import Note
+from mcp_gateway import bookkeeping, bus
+from mcp_gateway.audit.models import ToolCall
+from mcp_gateway.dispatch import asking
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+VERSION = "2025-11-25"
+ACCEPT = {"action": "accept", "content": {"confirm": True}}
+
+
+@pytest.fixture(autouse=True)
+def local_bus(settings) -> Iterator[None]:
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "BUS": "local"}
+    bus.close()
+    cache.clear()
+    yield
+    bus.close()
+
+
+def headers(token: str, accept: str = "application/json, text/event-stream") -> dict:
+    return {
+        "HTTP_AUTHORIZATION": f"Bearer {token}",
+        "HTTP_ACCEPT": accept,
+        "HTTP_MCP_PROTOCOL_VERSION": VERSION,
+    }
+
+
+def post(client: Client, token: str, body: dict[str, Any], **extra: str) -> Any:
+    return client.post(
+        "/t/acme/mcp",
+        data=json.dumps(body),
+        content_type="application/json",
+        **{**headers(token), **extra},
+    )
+
+
+def call(client: Client, token: str, tool: str, arguments: dict[str, Any]) -> Any:
+    body = {
+        "jsonrpc": "2.0",
+        "id": "call-1",
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
+    return post(client, token, body)
+
+
+def events(chunks: Iterator[bytes]) -> Iterator[dict[str, Any]]:
+    """The stream's messages, one at a time (keep-alives skipped)."""
+    for chunk in chunks:
+        for line in chunk.decode().splitlines():
+            if line.startswith("data: "):
+                yield json.loads(line[len("data: ") :])
+
+
+def reply(client: Client, token: str, request_id: Any, result: Any) -> int:
+    body = {"jsonrpc": "2.0", "id": request_id, "result": result}
+    return post(client, token, body).status_code
+
+
+@pytest.fixture
+def note(tenant) -> int:
+    bookkeeping.expose_many(tenant, ["demo.delete_note"])
+    return Note.objects.create(tenant_id=tenant.pk, title="Groceries").pk
+
+
+def test_a_confirmation_is_asked_on_a_stream_and_its_answer_deletes(
+    client, token, note
+):
+    response = call(client, token, "demo_delete_note", {"id": note})
+
+    assert response["Content-Type"] == "text/event-stream"
+    stream = events(iter(response.streaming_content))
+    question = next(stream)
+    assert question["method"] == "elicitation/create"
+    assert asking.is_question_id(question["id"])
+    assert reply(client, token, question["id"], ACCEPT) == 202
+    result = next(stream)
+    assert result["id"] == "call-1"
+    assert result["result"]["structuredContent"] == {"id": note, "deleted": True}
+    assert list(stream) == []
+    response.close()
+    assert not Note.objects.filter(pk=note).exists()
+    assert list(ToolCall.objects.values_list("request_id", "outcome")) == [
+        ("call-1", "ok")
+    ]
+    assert asking.waiting_count() == 0
+
+
+@pytest.fixture
+def fixtures(tenant) -> None:
+    bookkeeping.expose_many(
+        tenant, ["test_sampling", "test_elicitation", "test_simple_text"]
+    )
+
+
+def test_an_engines_sampling_request_is_asked_and_its_answer_runs_it_on(
+    client, token, fixtures
+):
+    response = call(client, token, "test_sampling", {"prompt": "Capital?"})
+
+    stream = events(iter(response.streaming_content))
+    question = next(stream)
+    assert question["method"] == "sampling/createMessage"
+    assert question["params"]["messages"][0]["content"]["text"] == "Capital?"
+    sampled = {
+        "role": "assistant",
+        "content": {"type": "text", "text": "Paris."},
+        "model": "m",
+    }
+    assert reply(client, token, question["id"], sampled) == 202
+    result = next(stream)["result"]
+    response.close()
+    assert result["content"][0]["text"] == "LLM response: Paris."
+    assert list(ToolCall.objects.values_list("outcome", flat=True)) == ["ok"]
+
+
+def test_a_call_that_asks_nothing_is_plain_json(client, token, fixtures):
+    response = call(client, token, "test_simple_text", {})
+
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["result"]["content"][0]["type"] == "text"
+    assert list(ToolCall.objects.values_list("outcome", flat=True)) == ["ok"]
+
+
+def test_a_client_without_an_event_stream_is_not_asked(client, token, fixtures):
+    body = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "test_elicitation", "arguments": {}},
+    }
+    response = post(client, token, body, HTTP_ACCEPT="application/json")
+
+    assert response["Content-Type"] == "application/json"
+    assert "INPUT_UNAVAILABLE" in response.json()["result"]["content"][0]["text"]
+    assert asking.waiting_count() == 0
+
+
+def test_a_stream_closed_while_waiting_cancels_the_call(client, token, fixtures):
+    response = call(client, token, "test_elicitation", {})
+    stream = events(iter(response.streaming_content))
+    question = next(stream)
+
+    response.close()  # what the server does once a write has failed
+
+    assert asking.waiting_count() == 0
+    assert list(ToolCall.objects.values_list("outcome", flat=True)) == ["cancelled"]
+    # The answer comes too late: nothing waits for it.
+    answer = {"action": "accept", "content": {"username": "a", "email": "b"}}
+    assert reply(client, token, question["id"], answer) == 202
+    assert ToolCall.objects.count() == 1

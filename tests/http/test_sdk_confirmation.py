@@ -1,7 +1,8 @@
 """The official Python SDK client against a tool staff marked "requires
 confirmation": the gateway's own question on 2026-07-28; on 2025-11-25 the
-question on the call's SSE stream (ASGI), and the refusal where the
-deployment has no back-channel (WSGI)."""
+question on the call's SSE stream, under uvicorn and gunicorn (a client
+that takes no event stream is refused: ``tests/mcp_gateway/endpoint/
+test_asking_wsgi.py``)."""
 
 from __future__ import annotations
 
@@ -199,25 +200,11 @@ def _wait_until_expired(state: str) -> None:
         time.sleep(claims["exp"] - time.time() + 0.001)
 
 
-@pytest.mark.parametrize("server", ["gunicorn"], indirect=True)
-def test_on_2025_11_25_without_a_back_channel_the_call_is_refused(server, alice):
-    """WSGI answers JSON: no back-channel, so no confirmation, so no run."""
-    result = run(
-        server, alice, add_note(), "legacy", elicitation_callback=answering(ACCEPT)
-    )
-
-    assert result.is_error is True
-    error = json.loads(result.content[0].text)
-    assert error["code"] == "CONFIRMATION_REQUIRED"
-    assert error["message"].startswith("This tool needs confirmation")
-    assert notes() == []
-    assert list(ToolCall.objects.values_list("outcome", flat=True)) == ["unconfirmed"]
-
-
-@pytest.mark.parametrize("server", ["uvicorn"], indirect=True)
+@pytest.mark.parametrize("server", ["uvicorn", "gunicorn"], indirect=True)
 def test_on_2025_11_25_the_gateway_asks_on_the_calls_stream(server, alice):
-    """ASGI answers the call as SSE: the confirmation goes out on it and the
-    client's callback answers by POST (dispatch.asking)."""
+    """The call is answered as SSE (under gunicorn once there is a question):
+    the confirmation goes out on it and the client's callback answers by
+    POST (dispatch.asking)."""
     seen: list[str] = []
 
     result = run(

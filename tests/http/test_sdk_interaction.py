@@ -1,7 +1,10 @@
 """The official Python SDK client: progress, logs and a confirmation round trip.
 
 On 2026-07-28 the confirmation is a retry; on the 2025 wires (``legacy``)
-the server asks on the call's SSE stream and the client POSTs its answer.
+the server asks on the call's SSE stream and the client POSTs its answer,
+under uvicorn and under gunicorn alike. The TypeScript SDK (v1 on
+2025-11-25, v2 in ``auto`` and ``legacy``) confirms through
+``clients/confirm.mjs``.
 
 The confirmation's retry goes to a second, separately started server process
 on the same database: the sealed ``requestState`` is all it needs.
@@ -10,6 +13,7 @@ on the same database: the sealed ``requestState`` is all it needs.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +29,7 @@ from mcp.shared.exceptions import MCPError
 from demo.models import Note
 from mcp_gateway import bookkeeping, tokens
 from mcp_gateway.models import Tenant
+from tests.live.node import CLIENTS, NODE_BIN, run_node
 from tests.live.servers import Server, database_url, running
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -141,7 +146,7 @@ def _delete(note: Note) -> Any:
     return work
 
 
-@pytest.mark.parametrize("server", ["uvicorn"], indirect=True)
+@pytest.mark.parametrize("server", ["uvicorn", "gunicorn"], indirect=True)
 @pytest.mark.parametrize(("mode", "era"), ERAS)
 def test_the_elicitation_callback_confirms_a_deletion(server, alice, note, mode, era):
     version, result = run(
@@ -153,7 +158,7 @@ def test_the_elicitation_callback_confirms_a_deletion(server, alice, note, mode,
     assert not Note.objects.filter(pk=note.pk).exists()
 
 
-@pytest.mark.parametrize("server", ["uvicorn"], indirect=True)
+@pytest.mark.parametrize("server", ["uvicorn", "gunicorn"], indirect=True)
 @pytest.mark.parametrize(("mode", "era"), ERAS)
 def test_a_declined_confirmation_keeps_the_note(server, alice, note, mode, era):
     async def decline(context: Any, params: Any) -> Any:
@@ -230,16 +235,44 @@ def test_a_2025_client_without_an_elicitation_callback_gets_a_tool_error(
     assert Note.objects.filter(pk=note.pk).exists()
 
 
+TYPESCRIPT = [
+    ("v1", "legacy", "2025-11-25"),
+    ("v2", "legacy", "2025-11-25"),
+    ("v2", "auto", "2026-07-28"),
+]
+
+
+def typescript(
+    server: Server, secret: str, note: Note, sdk: str, mode: str, action: str
+) -> dict[str, Any]:
+    """``clients/confirm.mjs``: the TypeScript SDK's elicitation handler
+    answers the confirmation of a ``demo_delete_note`` call."""
+    url = f"{server.url}/t/acme/mcp"
+    args = [str(NODE_BIN / "node"), "confirm.mjs", sdk, mode, url, secret]
+    done = run_node([*args, str(note.pk), action], CLIENTS, timeout=60)
+    assert done.returncode == 0, done.stderr
+    said: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return said
+
+
+@pytest.mark.parametrize("server", ["uvicorn", "gunicorn"], indirect=True)
+@pytest.mark.parametrize(("sdk", "mode", "era"), TYPESCRIPT)
+def test_the_typescript_sdk_confirms_a_deletion(server, alice, note, sdk, mode, era):
+    said = typescript(server, alice, note, sdk, mode, "accept")
+
+    assert said["version"] == era
+    assert len(said["asked"]) == 1
+    assert said["result"]["structuredContent"] == {"id": note.pk, "deleted": True}
+    assert not Note.objects.filter(pk=note.pk).exists()
+
+
 @pytest.mark.parametrize("server", ["gunicorn"], indirect=True)
-def test_under_gunicorn_a_2025_confirmation_is_a_tool_error(server, alice, note):
+@pytest.mark.parametrize(("sdk", "mode", "era"), TYPESCRIPT)
+def test_the_typescript_sdk_declines_a_deletion(server, alice, note, sdk, mode, era):
+    said = typescript(server, alice, note, sdk, mode, "decline")
 
-    version, result = run(
-        server, alice, _delete(note), "legacy", elicitation_callback=_elicit
-    )
-
-    assert version == "2025-11-25"
-    assert result.is_error is True
-    assert "unavailable on this protocol version" in result.content[0].text
+    assert said["version"] == era
+    assert said["result"]["structuredContent"] == {"id": note.pk, "deleted": False}
     assert Note.objects.filter(pk=note.pk).exists()
 
 
@@ -263,7 +296,7 @@ async def _roots(context: Any) -> Any:
     return types.ListRootsResult(roots=[root])
 
 
-@pytest.mark.parametrize("server", ["uvicorn"], indirect=True)
+@pytest.mark.parametrize("server", ["uvicorn", "gunicorn"], indirect=True)
 @pytest.mark.parametrize(("mode", "era"), ERAS)
 def test_the_sdk_callbacks_answer_a_round_of_a_form_the_model_and_the_roots(
     server, alice, mode, era

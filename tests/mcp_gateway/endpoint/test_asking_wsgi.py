@@ -35,7 +35,9 @@ def local_bus(settings) -> Iterator[None]:
     bus.close()
 
 
-def headers(token: str, accept: str = "application/json, text/event-stream") -> dict:
+def headers(
+    token: str, accept: str = "application/json, text/event-stream"
+) -> dict[str, str]:
     return {
         "HTTP_AUTHORIZATION": f"Bearer {token}",
         "HTTP_ACCEPT": accept,
@@ -72,7 +74,8 @@ def events(chunks: Iterator[bytes]) -> Iterator[dict[str, Any]]:
 
 def reply(client: Client, token: str, request_id: Any, result: Any) -> int:
     body = {"jsonrpc": "2.0", "id": request_id, "result": result}
-    return post(client, token, body).status_code
+    status: int = post(client, token, body).status_code
+    return status
 
 
 @pytest.fixture

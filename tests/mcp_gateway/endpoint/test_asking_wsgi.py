@@ -37,7 +37,7 @@ def local_bus(settings) -> Iterator[None]:
 
 def headers(
     token: str, accept: str = "application/json, text/event-stream"
-) -> dict[str, str]:
+) -> dict[str, Any]:
     return {
         "HTTP_AUTHORIZATION": f"Bearer {token}",
         "HTTP_ACCEPT": accept,
@@ -45,7 +45,7 @@ def headers(
     }
 
 
-def post(client: Client, token: str, body: dict[str, Any], **extra: str) -> Any:
+def post(client: Client, token: str, body: dict[str, Any], **extra: Any) -> Any:
     return client.post(
         "/t/acme/mcp",
         data=json.dumps(body),

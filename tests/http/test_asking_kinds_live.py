@@ -1,8 +1,8 @@
 """Every kind of engine question on the 2025 wires, asked on the call's SSE stream.
 
-Two uvicorn servers share one Redis (the cache and the bus): the call runs
-on the first and every answer is POSTed to the second, so it crosses
-workers. The engines ask the caller's model (``sampling/createMessage``),
+Two servers share one Redis (the cache and the bus): the call runs on the
+first (uvicorn, or gunicorn) and every answer is POSTed to the second (uvicorn),
+so it crosses workers. The engines ask the caller's model (``sampling/createMessage``),
 its roots (``roots/list``), a URL elicitation (2025-11-25 only) and a
 round of three, asked one after another.
 """
@@ -47,12 +47,15 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=["uvicorn", "gunicorn"])
 def pair(
-    django_db_setup: None, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    django_db_setup: None,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[Server, Server]]:
+    """The waiting server (uvicorn, or gunicorn) and an answering one."""
     url = database_url(connection.settings_dict)
-    tmp = tmp_path_factory.mktemp("kinds")
+    tmp = tmp_path_factory.mktemp(f"kinds-{request.param}")
     env: dict[str, Any] = {
         "CACHE_URL": f"redis://127.0.0.1:6379/{REDIS_DB}",
         "MCP_BUS": "redis",
@@ -62,7 +65,7 @@ def pair(
     (tmp / "a").mkdir()
     (tmp / "b").mkdir()
     with (
-        running("uvicorn", url, tmp / "a", **env) as first,
+        running(request.param, url, tmp / "a", **env) as first,
         running("uvicorn", url, tmp / "b", **env) as second,
     ):
         yield first, second

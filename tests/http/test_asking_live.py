@@ -1,9 +1,10 @@
 """``demo_delete_note`` asks for confirmation on the 2025 wires, statelessly.
 
-Two servers share one Redis (the cache) and one bus (Redis pub/sub, or
-PostgreSQL LISTEN/NOTIFY when the tests run on PostgreSQL), as two workers
-of a deployment do: the call runs on the first, and every answer is POSTed
-to the second, so it always lands on a worker other than the waiting one.
+Three servers share one Redis (the cache) and one bus (Redis pub/sub, or
+PostgreSQL LISTEN/NOTIFY when the tests run on PostgreSQL), as the workers
+of a deployment do: the call runs on the first (uvicorn, or gunicorn), and
+every answer is POSTed to another, so it always lands on a worker other
+than the waiting one.
 """
 
 from __future__ import annotations
@@ -47,25 +48,29 @@ def folder(tmp: Path, name: str) -> Path:
     return tmp / name
 
 
-@pytest.fixture(scope="module", params=["redis", "postgresql"])
+@pytest.fixture(
+    scope="module",
+    params=["redis", "postgresql", "redis-gunicorn"],
+)
 def pair(
     request: pytest.FixtureRequest,
     django_db_setup: None,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[Server, Server, Server]]:
-    """The waiting server (uvicorn), the answering one (uvicorn), and a
-    gunicorn one that answers too (WSGI relays answers, never asks)."""
-    if request.param == "postgresql" and connection.vendor != "postgresql":
+    """The waiting server, an answering uvicorn one, and a gunicorn one that
+    answers too. The waiting one is uvicorn, or gunicorn (``-gunicorn``)."""
+    bus_kind, _, waiting = request.param.partition("-")
+    if bus_kind == "postgresql" and connection.vendor != "postgresql":
         pytest.skip("the PostgreSQL bus needs the tests on PostgreSQL")
     url = database_url(connection.settings_dict)
     tmp = tmp_path_factory.mktemp(request.param)
     env = {
         "CACHE_URL": f"redis://127.0.0.1:6379/{REDIS_DB}",
-        "MCP_BUS": request.param,
+        "MCP_BUS": bus_kind,
         "MCP_ENGINE_DEADLINE_SECONDS": str(DEADLINE_SECONDS),
     }
     with (
-        running("uvicorn", url, folder(tmp, "a"), **env) as first,
+        running(waiting or "uvicorn", url, folder(tmp, "a"), **env) as first,
         running("uvicorn", url, folder(tmp, "b"), **env) as second,
         running("gunicorn", url, folder(tmp, "c"), **env) as third,
     ):

@@ -193,16 +193,14 @@ def test_a_retry_missing_an_answer_is_asked_the_same_requests_again(tenant):
     assert text_of(done).startswith("Paris. Alice")
 
 
-def test_answers_without_a_state_are_ignored(tenant):
-    name = "test_input_required_result_elicitation"
-    responses = {
-        "user_name": {"action": "accept", "content": {"name": "Mallory"}},
-        "extra": {"action": "accept", "content": {"x": 1}},
-    }
+def test_answers_without_a_state_do_not_answer_a_question_with_engine_state(tenant):
+    # Its state must come back sealed; a first call has none to bring.
+    name = "test_input_required_result_request_state"
+    responses = {"confirm": {"action": "accept", "content": {"ok": True}}}
     body = result(call(tenant, name, inputResponses=responses))
 
     assert body["resultType"] == "input_required"
-    assert list(body["inputRequests"]) == ["user_name"]
+    assert list(body["inputRequests"]) == ["confirm"]
 
 
 def test_extra_answers_on_a_retry_are_ignored(tenant):

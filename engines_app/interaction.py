@@ -27,7 +27,7 @@ On 2026-07-28 a caller may bring answers along on its first call: a
 question (or round) without ``state`` that they answer by key, each of its
 kind, is answered at once (the engine runs again in the same request), so
 give a question a ``state`` to have it always asked first; a
-:func:`confirm` is always asked first.
+:func:`confirm` and a :class:`UrlRequest` always are.
 ``context.answerable`` tells which :data:`Kind` of question the caller can
 answer on this call: an engine asks only those (asking another is a
 protocol error on 2026-07-28, a tool error on the 2025 wires).

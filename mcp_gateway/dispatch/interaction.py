@@ -18,10 +18,10 @@ declare the capability for (``_meta`` client capabilities: ``elicitation``,
 ``elicitation.url``, ``sampling``, ``roots``) is the -32021 protocol error
 naming what is missing. ``inputResponses`` on a first call (no
 ``requestState``) answer the engine's questions only when those carry no
-engine state (nothing to verify), none is a confirmation, and every key has
-an answer of its kind (:func:`answered_ahead`): the engine then runs again
-with them, as a retry would, and extra keys are ignored; otherwise they
-are ignored and the questions asked. A retry missing an
+engine state (nothing to verify), none is a confirmation or a URL, and
+every key has an answer of its kind (:func:`answered_ahead`): the engine
+then runs again with them, as a retry would, and extra keys are ignored;
+otherwise they are ignored and the questions asked. A retry missing an
 answer is asked again (the same requests, the same state, resealed: its
 expiry is the round's first, so asking again never extends it). The 2025 wires
 ask on the call's SSE stream (:mod:`mcp_gateway.dispatch.asking`).
@@ -207,9 +207,10 @@ def answered_ahead(
     Only questions without engine state qualify: a state must come back
     sealed (``requestState``), and a first call has none. A confirmation
     (a form of only the ``confirm`` box, as ``engines_app.interaction.confirm``
-    makes it) never does: the caller must have seen what it confirms. Each
-    answer is checked as a retry's is (:func:`answer_of`); keys nothing
-    asked are ignored.
+    makes it) never does: the caller must have seen what it confirms; nor
+    does a URL question, whose answer says the user agreed to open a URL
+    they cannot have seen before it was asked. Each answer is checked as a
+    retry's is (:func:`answer_of`); keys nothing asked are ignored.
     """
     if not responses or asked.state:
         return None
@@ -217,6 +218,7 @@ def answered_ahead(
     for question in questions_of(asked):
         if (
             question.kind not in kinds
+            or question.kind == URL
             or _is_confirmation(question)
             or question.key not in responses
         ):

@@ -174,6 +174,7 @@ async def _call_tool(
     answers = _answered_ahead(entry, params, asking, kinds)
     if answers is None:
         return result
+    # Answered ahead: the engine runs again with them, as a retry would.
     context = calls.start(scope, entry, arguments, answers, kinds)
     asking = interaction.Asking(verdict.confirmed, kinds)
     return await calls.arun(scope, entry, arguments, context, asking, wire=wire)

@@ -23,6 +23,11 @@ question's ``key``; ``context.reply`` is the answer to a single form or URL
 question (as engines that only ask forms read it), else ``None``. Each
 question's (or round's) ``state`` is the engine's own continuation text; it
 comes back, unchanged and verified, in every answer's ``state``.
+On 2026-07-28 a caller may bring answers along on its first call: a
+question (or round) without ``state`` that they answer by key, each of its
+kind, is answered at once (the engine runs again in the same request), so
+give a question a ``state`` to have it always asked first; a
+:func:`confirm` and a :class:`UrlRequest` always are.
 ``context.answerable`` tells which :data:`Kind` of question the caller can
 answer on this call: an engine asks only those (asking another is a
 protocol error on 2026-07-28, a tool error on the 2025 wires).

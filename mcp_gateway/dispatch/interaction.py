@@ -16,8 +16,12 @@ brings the answers in ``inputResponses`` and the verified state back; they
 become the engine's ``context.reply``. A question the client did not
 declare the capability for (``_meta`` client capabilities: ``elicitation``,
 ``elicitation.url``, ``sampling``, ``roots``) is the -32021 protocol error
-naming what is missing. ``inputResponses`` without a ``requestState``
-answer nothing this server asked: they are ignored. A retry missing an
+naming what is missing. ``inputResponses`` on a first call (no
+``requestState``) answer the engine's questions only when those carry no
+engine state (nothing to verify), none is a confirmation or a URL, and
+every key has an answer of its kind (:func:`answered_ahead`): the engine
+then runs again with them, as a retry would, and extra keys are ignored;
+otherwise they are ignored and the questions asked. A retry missing an
 answer is asked again (the same requests, the same state, resealed: its
 expiry is the round's first, so asking again never extends it). The 2025 wires
 ask on the call's SSE stream (:mod:`mcp_gateway.dispatch.asking`).
@@ -38,6 +42,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from engines_app.interaction import (
+    CONFIRM_FIELD,
     FORM,
     MODEL,
     ROOTS,
@@ -175,6 +180,62 @@ def input_required(
     return types.InputRequiredResult(input_requests=dict(requests), request_state=state)
 
 
+class Asking:
+    """:func:`input_required` for one call (an ``adapter.Ask``), keeping what
+    the engine asked (``asked``), so :func:`answered_ahead` can look at it."""
+
+    def __init__(
+        self, confirmed: Mapping[str, Any] | None, kinds: frozenset[Kind]
+    ) -> None:
+        self.confirmed = confirmed
+        self.kinds = kinds
+        self.asked: Asked | None = None
+
+    def __call__(self, asked: Asked) -> types.InputRequiredResult:
+        self.asked = asked
+        return input_required(asked, self.confirmed, kinds=self.kinds)
+
+
+def answered_ahead(
+    asked: Asked,
+    responses: Mapping[str, Any] | None,
+    kinds: frozenset[Kind],
+) -> dict[str, Answer] | None:
+    """The answers a first call's ``inputResponses`` give ``asked``, by key,
+    or ``None`` when they do not answer it all.
+
+    Only questions without engine state qualify: a state must come back
+    sealed (``requestState``), and a first call has none. A confirmation
+    (a form of only the ``confirm`` box, as ``engines_app.interaction.confirm``
+    makes it) never does: the caller must have seen what it confirms; nor
+    does a URL question, whose answer says the user agreed to open a URL
+    they cannot have seen before it was asked. Each answer is checked as a
+    retry's is (:func:`answer_of`); keys nothing asked are ignored.
+    """
+    if not responses or asked.state:
+        return None
+    answers: dict[str, Answer] = {}
+    for question in questions_of(asked):
+        if (
+            question.kind not in kinds
+            or question.kind == URL
+            or _is_confirmation(question)
+            or question.key not in responses
+        ):
+            return None
+        answer = answer_of(question.kind, responses[question.key], "")
+        if answer is None:
+            return None
+        answers[question.key] = answer
+    return answers
+
+
+def _is_confirmation(question: Question) -> bool:
+    return isinstance(question, InputRequest) and set(question.fields) == {
+        CONFIRM_FIELD
+    }
+
+
 def wire_request(question: Question, version: str) -> types.InputRequest:
     """The MCP request that asks ``question`` at protocol ``version``."""
     if isinstance(question, InputRequest):
@@ -272,9 +333,10 @@ def answers_of(
     the same questions again when the retry lacks an answer.
 
     ``request_state`` has been verified and opened by the request-state
-    boundary by now. ``inputResponses`` without a state are ignored: nothing
-    shows that this server asked what they answer. Answers under keys the
-    state does not name are ignored too.
+    boundary by now. ``inputResponses`` without a state are no retry's:
+    nothing shows that this server asked what they answer (only
+    :func:`answered_ahead` may take them, once the engine has asked).
+    Answers under keys the state does not name are ignored.
 
     Raises:
         MCPError: -32602 for an opened state that is not an engine round's,

@@ -30,6 +30,8 @@ from mcp.shared.transport_context import TransportContext
 from mcp_types import methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from engines_app.interaction import Answer, Kind
+from mcp_gateway.catalog import CatalogEntry
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.dispatch import approval, calls, interaction, request_state
 from mcp_gateway.dispatch.era import Route, negotiable
@@ -164,13 +166,32 @@ async def _call_tool(
     version = ctx.protocol_version
     kinds = calls.answerable(scope, version, ctx.meta)
     context = calls.start(scope, entry, arguments, verdict.answers, kinds)
-    ask = None
-    if version in MODERN_PROTOCOL_VERSIONS:  # answered by a retry, or -32021
-        ask = functools.partial(
-            interaction.input_required, confirmed=verdict.confirmed, kinds=kinds
-        )
     wire = (version, ctx.request_id)
-    return await calls.arun(scope, entry, arguments, context, ask, wire=wire)
+    if version not in MODERN_PROTOCOL_VERSIONS:
+        return await calls.arun(scope, entry, arguments, context, wire=wire)
+    asking = interaction.Asking(verdict.confirmed, kinds)  # a retry, or -32021
+    result = await calls.arun(scope, entry, arguments, context, asking, wire=wire)
+    answers = _answered_ahead(entry, params, asking, kinds)
+    if answers is None:
+        return result
+    # Answered ahead: the engine runs again with them, as a retry would.
+    context = calls.start(scope, entry, arguments, answers, kinds)
+    asking = interaction.Asking(verdict.confirmed, kinds)
+    return await calls.arun(scope, entry, arguments, context, asking, wire=wire)
+
+
+def _answered_ahead(
+    entry: CatalogEntry,
+    params: types.CallToolRequestParams,
+    asking: interaction.Asking,
+    kinds: frozenset[Kind],
+) -> dict[str, Answer] | None:
+    """A first call's answers to the questions its engine just asked
+    (``interaction.answered_ahead``); never a confirmation the gateway asks
+    (``entry.confirm``: its answer comes with its own sealed state)."""
+    if params.request_state is not None or entry.confirm or asking.asked is None:
+        return None
+    return interaction.answered_ahead(asking.asked, params.input_responses, kinds)
 
 
 # -- The SDK's wire form of a tool result ---------------------------------------

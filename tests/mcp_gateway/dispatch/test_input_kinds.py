@@ -29,6 +29,7 @@ from engines_app.interaction import (
     RootsReply,
     RootsRequest,
     UrlRequest,
+    confirm,
 )
 from mcp_gateway import bookkeeping
 from mcp_gateway.audit.callrecord import CallRecord
@@ -193,16 +194,14 @@ def test_a_retry_missing_an_answer_is_asked_the_same_requests_again(tenant):
     assert text_of(done).startswith("Paris. Alice")
 
 
-def test_answers_without_a_state_are_ignored(tenant):
-    name = "test_input_required_result_elicitation"
-    responses = {
-        "user_name": {"action": "accept", "content": {"name": "Mallory"}},
-        "extra": {"action": "accept", "content": {"x": 1}},
-    }
+def test_answers_without_a_state_do_not_answer_a_question_with_engine_state(tenant):
+    # Its state must come back sealed; a first call has none to bring.
+    name = "test_input_required_result_request_state"
+    responses = {"confirm": {"action": "accept", "content": {"ok": True}}}
     body = result(call(tenant, name, inputResponses=responses))
 
     assert body["resultType"] == "input_required"
-    assert list(body["inputRequests"]) == ["user_name"]
+    assert list(body["inputRequests"]) == ["confirm"]
 
 
 def test_extra_answers_on_a_retry_are_ignored(tenant):
@@ -414,3 +413,63 @@ def test_asking_again_never_extends_a_rounds_expiry(tenant):
     assert again["resultType"] == "input_required"
     assert again["requestState"] != first["requestState"]  # resealed
     assert error_of(late)["code"] == -32602
+
+
+# -- Answers brought on a first call (interaction.answered_ahead) ------------------
+
+NAME = InputRequest("Name?", {"name": {"type": "string"}}, key="n")
+ACCEPTED = {"action": "accept", "content": {"name": "Alice"}}
+
+
+def test_a_stateless_round_answered_by_key_is_answered_ahead_extras_ignored():
+    asked = InputRound((NAME, RootsRequest(key="r"), ModelRequest((), 5, key="m")))
+    responses = {"n": ACCEPTED, "r": ROOTS, "m": SAMPLED, "stray": {"roots": []}}
+
+    answers = interaction.answered_ahead(asked, responses, ALL_KINDS)
+
+    assert answers is not None
+    assert answers["n"] == InputReply(action="accept", content={"name": "Alice"})
+    assert answers["r"] == RootsReply((Root("file:///work/a", "A"), Root("file:///b")))
+    assert isinstance(answers["m"], ModelReply)
+    assert answers.keys() == {"n", "r", "m"}
+
+
+@pytest.mark.parametrize(
+    ("asked", "responses", "kinds"),
+    [
+        (NAME, {}, ALL_KINDS),
+        (NAME, {"other": ACCEPTED}, ALL_KINDS),
+        (NAME, {"n": ROOTS}, ALL_KINDS),  # of another kind
+        (NAME, {"n": ACCEPTED}, frozenset({"roots"})),  # not declared
+        (
+            InputRequest("Name?", {"name": {"type": "string"}}, state="s", key="n"),
+            {"n": ACCEPTED},
+            ALL_KINDS,
+        ),
+        (InputRound((NAME,), state="round"), {"n": ACCEPTED}, ALL_KINDS),
+        (
+            InputRound((NAME, RootsRequest(key="r"))),
+            {"n": ACCEPTED},
+            ALL_KINDS,
+        ),  # one key unanswered
+        (confirm("Delete?"), {"input": {"action": "accept"}}, ALL_KINDS),
+        (
+            UrlRequest("Pay", "https://example.com/p"),
+            {"url": {"action": "accept"}},
+            ALL_KINDS,
+        ),
+    ],
+    ids=[
+        "none",
+        "wrong-key",
+        "wrong-kind",
+        "undeclared",
+        "question-state",
+        "round-state",
+        "partial",
+        "confirmation",
+        "url",
+    ],
+)
+def test_what_is_never_answered_ahead(asked, responses, kinds):
+    assert interaction.answered_ahead(asked, responses, kinds) is None

@@ -9,6 +9,7 @@ the wire form the SDK would, so either handler answers alike.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.metadata
 import warnings
@@ -30,7 +31,7 @@ from mcp.shared.transport_context import TransportContext
 from mcp_types import methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from engines_app.interaction import Answer, Kind
+from engines_app.interaction import Answer, Kind, single_reply
 from mcp_gateway.catalog import CatalogEntry
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.dispatch import approval, calls, interaction, request_state
@@ -174,8 +175,9 @@ async def _call_tool(
     answers = _answered_ahead(entry, params, asking, kinds)
     if answers is None:
         return result
-    # Answered ahead: the engine runs again with them, as a retry would.
-    context = calls.start(scope, entry, arguments, answers, kinds)
+    # Answered ahead: the engine runs again with them, as a retry would,
+    # within the first run's deadline (its signal).
+    context = dataclasses.replace(context, answers=answers, reply=single_reply(answers))
     asking = interaction.Asking(verdict.confirmed, kinds)
     return await calls.arun(scope, entry, arguments, context, asking, wire=wire)
 

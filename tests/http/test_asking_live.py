@@ -13,6 +13,7 @@ import json
 import queue
 import secrets
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -328,3 +329,39 @@ def test_a_cancel_while_the_gateway_asks_for_confirmation_runs_nothing(
     assert json.loads(result["content"][0]["text"])["code"] == "CANCELLED"
     assert Note.objects.filter(pk=acme["note"]).exists()
     assert list(ToolCall.objects.values_list("outcome", flat=True)) == ["cancelled"]
+
+
+def test_a_client_that_hangs_up_while_asked_cancels_the_call(pair, acme, keys):
+    """The question is out; the client closes its connection. The waiting
+    server notices (uvicorn tells the view; gunicorn's stream peeks at the
+    socket), stops waiting, forgets the question and records the call
+    cancelled; an answer sent after finds nothing."""
+    first, second, _ = pair
+    body = {
+        "jsonrpc": "2.0",
+        "id": "del-1",
+        "method": "tools/call",
+        "params": {"name": "demo_delete_note", "arguments": {"id": acme["note"]}},
+    }
+    with httpx2.stream(
+        "POST",
+        f"{first.url}/t/acme/mcp",
+        json=body,
+        headers=headers(acme["alice"]),
+        timeout=20,
+    ) as response:
+        question = next(
+            event.data
+            for event in events(response)
+            if event.data is not None and event.data.get("method")
+        )
+    # The block has closed the connection.
+
+    for _ in range(100):
+        if ToolCall.objects.exists() and not list(keys.scan_iter(ASKED)):
+            break
+        time.sleep(0.05)
+    assert list(ToolCall.objects.values_list("outcome", flat=True)) == ["cancelled"]
+    assert list(keys.scan_iter(ASKED)) == []
+    assert answer(second, acme["alice"], question["id"]) == 202
+    assert Note.objects.filter(pk=acme["note"]).exists()

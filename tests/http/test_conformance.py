@@ -3,8 +3,8 @@
 0.1.16 (`--suite all`) and 0.2.0-alpha.12 (`--requirements 2026-07-28`),
 each under gunicorn (WSGI: JSON answers) and under uvicorn (ASGI: progress
 and log lines stream over SSE), each with its own expected-failures file;
-and 0.1.16 once more under two uvicorn workers behind one port, where the
-answer to an engine's question lands on either worker.
+and 0.1.16 once more under two workers behind one port (uvicorn, and
+gunicorn), where the answer to an engine's question lands on either worker.
 
 Its runner sends no Authorization header, so the server runs in the
 development mode without authentication, on loopback only.
@@ -88,8 +88,10 @@ def test_the_conformance_suite_passes_with_the_expected_failures(
     run_suite(url, server.kind, tmp_path)
 
 
-def test_the_conformance_suite_passes_under_two_uvicorn_workers(tmp_path):
-    # The kernel hands each connection to either worker; the answer POST
+@pytest.mark.parametrize("kind", ["uvicorn", "gunicorn"])
+def test_the_conformance_suite_passes_under_two_workers(tmp_path, kind):
+    # The kernel hands each connection to either worker (uvicorn's and
+    # gunicorn's workers share one listening socket); the answer POST
     # opens its own while the call's stream holds one, so it reaches the
     # other worker some of the time (3 of 10 when measured with a
     # per-process cache, where such an answer is lost). The shared cache
@@ -100,8 +102,8 @@ def test_the_conformance_suite_passes_under_two_uvicorn_workers(tmp_path):
     env = {**SERVER_ENV, "CACHE_URL": f"redis://127.0.0.1:6379/{REDIS_DB}"}
     db_url = database_url(connection.settings_dict)
     placement = Placement(workers=2)
-    with running_at(placement, "uvicorn", db_url, tmp_path, env) as server:
-        run_suite(f"{server.url}/t/conformance/mcp", "uvicorn", tmp_path / "out")
+    with running_at(placement, kind, db_url, tmp_path, env) as server:
+        run_suite(f"{server.url}/t/conformance/mcp", kind, tmp_path / "out")
 
     texts = elicited_texts(tmp_path / "out")
     assert len(texts) == 1

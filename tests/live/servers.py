@@ -82,7 +82,7 @@ def command(
 @dataclass(frozen=True)
 class Placement:
     """Where a server runs: its address, the program it runs through
-    (``ip netns exec NS``), and uvicorn's process count."""
+    (``ip netns exec NS``), and its process count (workers)."""
 
     host: str = "127.0.0.1"
     prefix: tuple[str, ...] = ()
@@ -132,8 +132,11 @@ def running_at(
     }
     log = (tmp / f"{kind}.log").open("wb")
     argv = [*placement.prefix, *command(kind, port, threads, host)]
-    if kind == "uvicorn" and placement.workers > 1:
-        argv += ["--workers", str(placement.workers)]
+    if placement.workers > 1:
+        if kind == "uvicorn":
+            argv += ["--workers", str(placement.workers)]
+        else:
+            argv[argv.index("--workers") + 1] = str(placement.workers)
     process = subprocess.Popen(argv, cwd=ROOT, env=environ, stdout=log, stderr=log)
     try:
         wait_for_port(port, process, host)

@@ -25,6 +25,7 @@ denial and expiry is an audit outcome.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import secrets
@@ -140,7 +141,12 @@ async def ask_on_2025(
     with cancellation.watching(
         tenant_id, principal, version, request_id, signal
     ) as running:
-        reply = await scope.elicit(request, signal)
+        try:
+            reply = await scope.elicit(request, signal)
+        except asyncio.CancelledError:  # the client went away while asked
+            if scope.record is not None:
+                scope.record.finish(callrecord.CANCELLED)
+            raise
     if not isinstance(reply, InputReply):
         reply = None
     if cancellation.cancelled(running):

@@ -331,12 +331,17 @@ def test_a_cancel_while_the_gateway_asks_for_confirmation_runs_nothing(
     assert list(ToolCall.objects.values_list("outcome", flat=True)) == ["cancelled"]
 
 
-def test_a_client_that_hangs_up_while_asked_cancels_the_call(pair, acme, keys):
-    """The question is out; the client closes its connection. The waiting
-    server notices (uvicorn tells the view; gunicorn's stream peeks at the
-    socket), stops waiting, forgets the question and records the call
-    cancelled; an answer sent after finds nothing."""
+@pytest.mark.parametrize("asker", ["engine", "gateway"])
+def test_a_client_that_hangs_up_while_asked_cancels_the_call(pair, acme, keys, asker):
+    """The question (the engine's, or the gateway's confirmation staff asked
+    for) is out; the client closes its connection. The waiting server
+    notices (uvicorn tells the view; gunicorn's stream peeks at the socket),
+    stops waiting, forgets the question and records the call cancelled; an
+    answer sent after finds nothing."""
     first, second, _ = pair
+    if asker == "gateway":
+        exposure = Tenant.objects.get(slug="acme").exposures.get()
+        bookkeeping.require_confirmation(exposure, True)
     body = {
         "jsonrpc": "2.0",
         "id": "del-1",

@@ -170,3 +170,39 @@ def test_a_stream_closed_while_waiting_cancels_the_call(client, token, fixtures)
     answer = {"action": "accept", "content": {"username": "a", "email": "b"}}
     assert reply(client, token, question["id"], answer) == 202
     assert ToolCall.objects.count() == 1
+
+
+def test_the_gateways_own_confirmation_is_asked_and_a_hang_up_cancels_it(
+    client, token, tenant, note
+):
+    bookkeeping.require_confirmation(tenant.exposures.get(), True)
+    response = call(client, token, "demo_delete_note", {"id": note})
+    stream = events(iter(response.streaming_content))
+    question = next(stream)
+    assert "Confirm the call to demo_delete_note" in question["params"]["message"]
+
+    response.close()
+
+    assert asking.waiting_count() == 0
+    assert list(ToolCall.objects.values_list("outcome", flat=True)) == ["cancelled"]
+    assert Note.objects.filter(pk=note).exists()
+
+
+def test_the_gateways_own_confirmation_accepted_runs_the_engine(
+    client, token, tenant, note
+):
+    bookkeeping.require_confirmation(tenant.exposures.get(), True)
+    response = call(client, token, "demo_delete_note", {"id": note})
+    stream = events(iter(response.streaming_content))
+    question = next(stream)
+    assert reply(client, token, question["id"], ACCEPT) == 202
+    # The engine's own confirmation follows the gateway's.
+    second = next(stream)
+    assert second["method"] == "elicitation/create"
+    assert reply(client, token, second["id"], ACCEPT) == 202
+    result = next(stream)["result"]
+    response.close()
+
+    assert result["structuredContent"] == {"id": note, "deleted": True}
+    outcomes = ToolCall.objects.order_by("pk").values_list("outcome", flat=True)
+    assert list(outcomes) == ["confirmed", "ok"]

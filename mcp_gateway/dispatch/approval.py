@@ -12,8 +12,9 @@ Staff mark an exposure "requires confirmation"; before its engine runs,
   runs the engine once (the nonce is claimed in the shared cache); a
   declined one does not.
 - On the 2025 wires, :func:`ask_on_2025` asks on the call's SSE stream (the
-  back-channel of :mod:`asking`); with none (a JSON answer, WSGI) the call
-  is refused with a tool error saying the tool needs confirmation.
+  back-channel of :mod:`asking`, under ASGI and WSGI); with none (a client
+  that takes only JSON) the call is refused with a tool error saying the
+  tool needs confirmation.
 - ``CALL_APPROVAL = "staff"``: the call is parked for staff
   (:mod:`mcp_gateway.call_approvals`); the retry with the same arguments
   after staff approved it, within the TTL, runs once.
@@ -120,7 +121,7 @@ async def ask_on_2025(
 ) -> Verdict | str:
     """Ask the caller on a 2025 wire's back-channel (the call's SSE stream,
     :mod:`asking`), or :data:`UNAVAILABLE` where the call has none (a JSON
-    answer, WSGI, a revision without ``elicitation/create``), so the call is
+    answer, a revision without ``elicitation/create``), so the call is
     refused, never run unconfirmed.
 
     The question is :func:`question`'s elicitation (no ``requestState`` is
@@ -138,24 +139,24 @@ async def ask_on_2025(
     signal = Signal(None if seconds is None else time.monotonic() + seconds)
     version, request_id = ctx.protocol_version, ctx.request_id
     tenant_id, principal = scope.tenant.pk, scope.principal
-    with cancellation.watching(
-        tenant_id, principal, version, request_id, signal
-    ) as running:
-        try:
+    try:
+        with cancellation.watching(
+            tenant_id, principal, version, request_id, signal
+        ) as running:
             reply = await scope.elicit(request, signal)
-        except asyncio.CancelledError:  # the client went away while asked
-            if scope.record is not None:
-                scope.record.finish(callrecord.CANCELLED)
-            raise
-    if not isinstance(reply, InputReply):
-        reply = None
-    if cancellation.cancelled(running):
-        message = "The call was cancelled; the tool did not run."
-        return _refuse(scope, callrecord.CANCELLED, "CANCELLED", message)
-    if reply is None:
-        reply = InputReply(action="cancel")
-    answer = types.ElicitResult(action=reply.action, content=dict(reply.content))
-    return await answered(scope, answer)
+        if not isinstance(reply, InputReply):
+            reply = None
+        if cancellation.cancelled(running):
+            message = "The call was cancelled; the tool did not run."
+            return _refuse(scope, callrecord.CANCELLED, "CANCELLED", message)
+        if reply is None:
+            reply = InputReply(action="cancel")
+        answer = types.ElicitResult(action=reply.action, content=dict(reply.content))
+        return await answered(scope, answer)
+    except asyncio.CancelledError:  # the client went away while asked
+        if scope.record is not None:
+            scope.record.finish(callrecord.CANCELLED)
+        raise
 
 
 async def answered(scope: CallScope, answer: types.ElicitResult) -> Verdict:

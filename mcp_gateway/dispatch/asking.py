@@ -90,7 +90,7 @@ class Asker:
     async def ask(self, request: Question, signal: Signal) -> Answer | None:
         """The client's answer to ``request``; ``None`` when it is unavailable."""
         remaining = signal.remaining()
-        if remaining is not None and remaining <= 0:
+        if signal.cancelled or (remaining is not None and remaining <= 0):
             return None
         request_id = ID_PREFIX + secrets.token_urlsafe(24)
         identity = (self.tenant_id, self.principal.user, self.principal.token)
@@ -103,6 +103,8 @@ class Asker:
             return None
         try:
             await _listening(signal)
+            if signal.cancelled:
+                return None
             self.send(_question(request_id, request))
             answer = await _answer(waiting.future, signal)
         finally:

@@ -147,13 +147,20 @@ def run(
     gone = scope.client_gone
     try:
         with _watching(scope, wire, context) as running:
-            result = engine_secrets.call(
-                entry.engine,
-                context,
-                lambda context: adapter.execute(
-                    entry.engine, arguments, context, gone, ask
-                ),
-            )
+            try:
+                result = engine_secrets.call(
+                    entry.engine,
+                    context,
+                    lambda context: adapter.execute(
+                        entry.engine, arguments, context, gone, ask
+                    ),
+                )
+            except adapter.Deferred as deferred:
+                if not cancellation.cancelled(running):
+                    raise
+                # Cancelled while it ran: ask nothing; the question is no
+                # answer, as for a call that cannot be asked.
+                result = adapter.to_result(entry.engine, deferred.asked)
     except deadlines.CallerGone:
         finish(scope, callrecord.CANCELLED)
         raise
@@ -228,7 +235,7 @@ def _elicit(scope: CallScope, wire: Wire | None) -> adapter.Elicit | None:
 def answerable(scope: CallScope, version: str, meta: Any) -> frozenset[Kind]:
     """The questions the caller of a call at ``version`` with ``_meta`` can
     answer: what it declared (2026-07-28), or what the call's SSE stream can
-    ask (a 2025 wire under ASGI), else none."""
+    ask (a 2025 wire whose client takes SSE), else none."""
     if version in asking.ASKING_VERSIONS:
         return interaction.asking_kinds(version) if scope.elicit else frozenset()
     return interaction.answerable(version, meta)

@@ -206,8 +206,9 @@ def answered_ahead(
 
     Only questions without engine state qualify: a state must come back
     sealed (``requestState``), and a first call has none. A confirmation
-    (a form of only the ``confirm`` box, as ``engines_app.interaction.confirm``
-    makes it) never does: the caller must have seen what it confirms; nor
+    (a form with the ``confirm`` box, as ``engines_app.interaction.confirm``
+    makes it, alone or with other fields) never does: the caller must have
+    seen what it confirms; nor
     does a URL question, whose answer says the user agreed to open a URL
     they cannot have seen before it was asked. Each answer is checked as a
     retry's is (:func:`answer_of`); keys nothing asked are ignored.
@@ -231,9 +232,8 @@ def answered_ahead(
 
 
 def _is_confirmation(question: Question) -> bool:
-    return isinstance(question, InputRequest) and set(question.fields) == {
-        CONFIRM_FIELD
-    }
+    """A form with the ``confirm`` box, alone or among other fields."""
+    return isinstance(question, InputRequest) and CONFIRM_FIELD in question.fields
 
 
 def wire_request(question: Question, version: str) -> types.InputRequest:

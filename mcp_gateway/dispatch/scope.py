@@ -32,7 +32,8 @@ class CallScope:
     listens: bool = False
     """The endpoint streams change notifications (ASGI): ``tools.listChanged``."""
     elicit: Elicit | None = None
-    """The call's SSE stream can carry a question to the client (ASGI)."""
+    """The call's SSE stream can carry a question to the client (ASGI, or a
+    2025 call under WSGI: ``endpoint.asking``)."""
     client_gone: Callable[[], bool] | None = None
     """Whether the client has closed its connection, where a sync server
     can tell (gunicorn); the engine of a ``tools/call`` stops when it has."""

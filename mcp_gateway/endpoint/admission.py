@@ -25,7 +25,7 @@ from mcp_gateway.audit.callrecord import CallRecord
 from mcp_gateway.catalog import catalog_for
 from mcp_gateway.conf import AUTH_DISABLED, auth_may_be_disabled, gateway_settings
 from mcp_gateway.dispatch import asking, cancellation
-from mcp_gateway.dispatch.scope import CallScope
+from mcp_gateway.dispatch.scope import CallScope, Elicit
 from mcp_gateway.endpoint import access, bearer, boundary, peer
 from mcp_gateway.endpoint.challenge import challenge, insufficient_scope
 from mcp_gateway.endpoint.tenancy import TenantLookup
@@ -205,9 +205,14 @@ def _read_message(request: HttpRequest) -> jsonrpc.Message | HttpResponse:
 
 
 def call_scope(
-    request: HttpRequest, tenant: Tenant, principal: Principal, message: jsonrpc.Message
+    request: HttpRequest,
+    tenant: Tenant,
+    principal: Principal,
+    message: jsonrpc.Message,
+    elicit: Elicit | None = None,
 ) -> CallScope | HttpResponse:
     """What dispatch needs, or a refusal; shared with the ASGI view.
+    ``elicit`` asks the client during the call (``CallScope.elicit``).
 
     Raises:
         DatabaseError: the catalog could not be read.
@@ -225,6 +230,7 @@ def call_scope(
         principal,
         request.headers,
         record=record,
+        elicit=elicit,
         client_gone=peer.probe(request.META),
     )
 

@@ -19,23 +19,25 @@ steps, and the stream's end (a failed write) cancels it too.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
+from django.core.handlers.wsgi import WSGIRequest
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 
+from engines_app.context import Principal
 from mcp_gateway import jsonrpc
 from mcp_gateway.audit import log as audit
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.dispatch import asking
 from mcp_gateway.dispatch.core import Pending, handle_asking
 from mcp_gateway.dispatch.era import version_header
-from mcp_gateway.dispatch.scope import CallScope, Outcome
+from mcp_gateway.dispatch.scope import CallScope, Elicit, Outcome
 from mcp_gateway.endpoint import sse
+from mcp_gateway.models import Tenant
 from mcp_gateway.runtime import deadlines
 from mcp_gateway.runtime.loop import Resumable
 
@@ -47,11 +49,16 @@ _WATCH_SECONDS = 0.25
 
 def can_ask(request: HttpRequest, message: jsonrpc.Message) -> bool:
     """Whether this call's answer could carry a question: a ``tools/call``
-    on a 2025 asking revision whose client accepts an SSE stream."""
+    on a 2025 asking revision whose client accepts an SSE stream, served by
+    a WSGI server (the sync view under ASGI, ``ASYNC_ENDPOINT = False``,
+    would hold the stream back until it ends), outside a transaction (one
+    around the view, ``ATOMIC_REQUESTS``, ends before the stream runs on)."""
     return (
         message.payload["method"] == "tools/call"
+        and isinstance(request, WSGIRequest)
         and version_header(request.headers) in asking.ASKING_VERSIONS
         and sse.accepts_event_stream(request.headers.get("Accept", ""))
+        and not deadlines.in_transaction()
     )
 
 
@@ -76,17 +83,17 @@ class Outbox:
         return taken
 
 
-def answer(scope: CallScope, message: jsonrpc.Message) -> Outcome | HttpResponseBase:
+def answer(
+    scope: CallScope, message: jsonrpc.Message, outbox: Outbox
+) -> Outcome | HttpResponseBase:
     """The call's outcome when nothing was asked (plain JSON; the caller
     writes its audit row), else its stream (which writes the row).
+    ``scope.elicit`` asks into ``outbox`` (:func:`asker`).
 
     Raises:
         DatabaseError: the database failed before anything was asked.
         deadlines.CallerGone: the client went away while the engine ran.
     """
-    outbox = Outbox()
-    asker = asking.Asker(scope.tenant.pk, scope.principal, outbox.put)
-    scope = dataclasses.replace(scope, elicit=asker.ask)
     answered = handle_asking(message.payload, scope)
     if not isinstance(answered, Pending):
         return answered
@@ -100,50 +107,89 @@ def answer(scope: CallScope, message: jsonrpc.Message) -> Outcome | HttpResponse
         raise
     if done and not outbox.pending():
         return rest.result()
-    events = _events(rest, outbox, scope, message.id)
-    return StreamingHttpResponse(events, headers=sse.HEADERS)
+    return StreamingHttpResponse(
+        _Stream(rest, outbox, scope, message.id), headers=sse.HEADERS
+    )
 
 
-def _events(
-    rest: Resumable[Outcome], outbox: Outbox, scope: CallScope, request_id: object
-) -> Iterator[bytes]:
-    """The questions, keep-alives while waiting, the result; the audit row
-    is written when the call ends, cancelled if the client went away."""
-    gone = scope.client_gone
-    keepalive = gateway_settings().SSE_KEEPALIVE_SECONDS
-    try:
-        while True:
-            for question in outbox.drain():
-                yield sse.event(question)
-            if rest.done:
-                break
-            quiet = time.monotonic()
-            while not rest.step(_WATCH_SECONDS, outbox.pending):
-                if outbox.pending():
+def asker(tenant: Tenant, principal: Principal, outbox: Outbox) -> Elicit:
+    """Who asks this call's client (``CallScope.elicit``): its questions go
+    to ``outbox``."""
+    return asking.Asker(tenant.pk, principal, outbox.put).ask
+
+
+class _Stream:
+    """The stream of a call that asks: the questions, keep-alives while it
+    waits, the result. Closed, whether it was read or not, it ends the call
+    (cancelled, if it still runs) and writes the audit row, once."""
+
+    def __init__(
+        self,
+        rest: Resumable[Outcome],
+        outbox: Outbox,
+        scope: CallScope,
+        request_id: object,
+    ) -> None:
+        self._rest = rest
+        self._outbox = outbox
+        self._scope = scope
+        self._request_id = request_id
+        self._ended = False
+        self._events = self._run()
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self._events
+
+    def close(self) -> None:
+        self._events.close()
+        self._end()
+
+    def _end(self) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        if not self._rest.done:
+            self._rest.cancel()  # the client went away: the call is cancelled
+        _record(self._scope)
+
+    def _run(self) -> Generator[bytes]:
+        rest, outbox = self._rest, self._outbox
+        gone = self._scope.client_gone
+        keepalive = gateway_settings().SSE_KEEPALIVE_SECONDS
+        try:
+            while True:
+                for question in outbox.drain():
+                    yield sse.event(question)
+                if rest.done:
                     break
-                if gone is not None and gone():
-                    return  # the finally cancels the call
-                if time.monotonic() - quiet >= keepalive:
-                    yield sse.KEEPALIVE
-                    quiet = time.monotonic()
-    finally:
-        if not rest.done:
-            rest.cancel()  # the client went away: the call is cancelled
-        _record(scope)
-    try:
-        outcome = rest.result()
-    except DatabaseError:
-        # Committed to 200 already: the error goes in the stream.
-        logger.exception("Database unavailable while streaming a call")
-        error = jsonrpc.error_body(
-            jsonrpc.SERVER_ERROR, jsonrpc.UNAVAILABLE, request_id
-        )
-        yield sse.event(error)
-        return
-    if outcome.encoded is not None:
-        yield sse.encoded_event(outcome.encoded)
-    elif outcome.body is not None:
-        yield sse.event(outcome.body)
+                quiet = time.monotonic()
+                while not rest.step(_WATCH_SECONDS, outbox.pending):
+                    if outbox.pending():
+                        break
+                    if gone is not None and gone():
+                        return  # _end cancels the call
+                    if time.monotonic() - quiet >= keepalive:
+                        yield sse.KEEPALIVE
+                        quiet = time.monotonic()
+        finally:
+            self._end()
+        yield self._result()
+
+    def _result(self) -> bytes:
+        """The call's answer as an event; committed to 200 already, a
+        failure is an error in the stream, without its details."""
+        try:
+            outcome = self._rest.result()
+            if outcome.encoded is not None:
+                return sse.encoded_event(outcome.encoded)
+            return sse.event(outcome.body or {})
+        except DatabaseError:
+            logger.exception("Database unavailable while streaming a call")
+            code, text = jsonrpc.SERVER_ERROR, jsonrpc.UNAVAILABLE
+        except Exception:
+            logger.exception("A streamed call failed")
+            code, text = jsonrpc.INTERNAL_ERROR, "Internal error."
+        return sse.event(jsonrpc.error_body(code, text, self._request_id))
 
 
 def _record(scope: CallScope) -> None:

@@ -1,9 +1,9 @@
-"""The sync MCP endpoint (WSGI): admission, dispatch, the JSON answer."""
+"""The sync MCP endpoint (WSGI): admission, dispatch, the JSON answer (or
+the SSE stream of a 2025 call that asks its client, ``endpoint.asking``)."""
 
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
@@ -38,17 +38,16 @@ def endpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
 def _dispatch(
     request: HttpRequest, tenant: Tenant, principal: Principal, message: jsonrpc.Message
 ) -> HttpResponseBase:
+    outbox = asking.Outbox() if asking.can_ask(request, message) else None
+    elicit = None if outbox is None else asking.asker(tenant, principal, outbox)
     try:
-        scope = call_scope(request, tenant, principal, message)
+        scope = call_scope(request, tenant, principal, message, elicit)
         if isinstance(scope, HttpResponse):
             return scope
-        if asking.can_ask(request, message):
-            answered = _asked(scope, message)
-            if isinstance(answered, HttpResponseBase):
-                return answered  # a stream: it writes the audit row
-            outcome = answered
-        else:
-            outcome = _handled(message.payload, scope)
+        answered = _handled(message, scope, outbox)
+        if isinstance(answered, HttpResponseBase):
+            return answered  # a stream: it writes the audit row
+        outcome = answered
         if scope.record is not None:
             audit.record_call(scope.record, tenant, principal)
     except DatabaseError:
@@ -57,17 +56,15 @@ def _dispatch(
     return response_of(outcome)
 
 
-def _handled(payload: dict[str, Any], scope: CallScope) -> Outcome:
-    """The answer; for a client gone away mid-call, none worth writing."""
+def _handled(
+    message: jsonrpc.Message, scope: CallScope, outbox: asking.Outbox | None
+) -> Outcome | HttpResponseBase:
+    """The answer, or the stream of a call that asks (``outbox``); for a
+    client gone away mid-call, none worth writing."""
     try:
-        return handle(payload, scope)
-    except deadlines.CallerGone:
-        return CLIENT_GONE
-
-
-def _asked(scope: CallScope, message: jsonrpc.Message) -> Outcome | HttpResponseBase:
-    try:
-        return asking.answer(scope, message)
+        if outbox is not None:
+            return asking.answer(scope, message, outbox)
+        return handle(message.payload, scope)
     except deadlines.CallerGone:
         return CLIENT_GONE
 

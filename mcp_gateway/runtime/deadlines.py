@@ -179,7 +179,7 @@ def run_sync(
         CallerGone: the client went away first (the signal is cancelled).
     """
     with _classified(context):
-        if not blocks(engine) or _in_transaction():
+        if not blocks(engine) or in_transaction():
             return engine.execute(context)
         pool = engine_pool()
         running = pool.submit(engine.execute, context)
@@ -267,14 +267,15 @@ def request_thread() -> Iterator[None]:
     Read here, in the caller's thread: the event loop that serves the call
     sees its own database connections, not this thread's.
     """
-    token = _inline.set(_in_transaction())
+    token = _inline.set(in_transaction())
     try:
         yield
     finally:
         _inline.reset(token)
 
 
-def _in_transaction() -> bool:
+def in_transaction() -> bool:
+    """Whether this thread's database work is inside an atomic block."""
     return any(
         connection.in_atomic_block
         for connection in connections.all(initialized_only=True)

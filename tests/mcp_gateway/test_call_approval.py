@@ -3,8 +3,8 @@
 An exposure marked "requires confirmation" never runs its engine before the
 gateway asked: on 2026-07-28 with an ``InputRequiredResult`` bound to the
 tenant, user, token, tool and arguments; on the 2025 wires without a
-back-channel it is refused; under ``CALL_APPROVAL = "staff"`` it is parked
-until staff approve it in the admin.
+back-channel (a client that takes only JSON) it is refused; under
+``CALL_APPROVAL = "staff"`` it is parked until staff approve it in the admin.
 """
 
 from __future__ import annotations
@@ -331,7 +331,7 @@ def test_a_tool_without_the_mark_runs_at_once(client, token, exposed):
     assert outcomes() == ["ok"]
 
 
-# -- The 2025 wires: no back-channel under WSGI, so refused ------------------------
+# -- The 2025 wires: no back-channel for a JSON-only client, so refused ------------
 
 
 @pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18", "2025-03-26"])

@@ -454,6 +454,15 @@ def test_a_stateless_round_answered_by_key_is_answered_ahead_extras_ignored():
         ),  # one key unanswered
         (confirm("Delete?"), {"input": {"action": "accept"}}, ALL_KINDS),
         (
+            InputRequest(
+                "Delete?",
+                {"confirm": {"type": "boolean"}, "reason": {"type": "string"}},
+                key="k",
+            ),
+            {"k": {"action": "accept", "content": {"confirm": True, "reason": "x"}}},
+            ALL_KINDS,
+        ),  # a form of the engine's own with the confirm box
+        (
             UrlRequest("Pay", "https://example.com/p"),
             {"url": {"action": "accept"}},
             ALL_KINDS,
@@ -468,6 +477,7 @@ def test_a_stateless_round_answered_by_key_is_answered_ahead_extras_ignored():
         "round-state",
         "partial",
         "confirmation",
+        "confirm-box-among-fields",
         "url",
     ],
 )

@@ -13,12 +13,18 @@ from typing import Any
 
 import pytest
 from django.core.cache import cache
+from django.db import DatabaseError, transaction
 from django.test import Client
 
 from demo.models import Note
-from mcp_gateway import bookkeeping, bus
+from engines_app.context import EngineContext
+from engines_app.engine import Engine
+from engines_app.interaction import InputRequest
+from engines_app.registry import default_registry
+from mcp_gateway import bookkeeping, bus, jsonrpc
 from mcp_gateway.audit.models import ToolCall
-from mcp_gateway.dispatch import asking
+from mcp_gateway.dispatch import approval, asking
+from mcp_gateway.endpoint import asking as streaming
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -206,3 +212,118 @@ def test_the_gateways_own_confirmation_accepted_runs_the_engine(
     assert result["structuredContent"] == {"id": note, "deleted": True}
     outcomes = ToolCall.objects.order_by("pk").values_list("outcome", flat=True)
     assert list(outcomes) == ["confirmed", "ok"]
+
+
+def test_a_stream_closed_before_it_was_read_cancels_the_call(client, token, fixtures):
+    response = call(client, token, "test_elicitation", {})
+    assert response["Content-Type"] == "text/event-stream"
+    assert asking.waiting_count() == 1
+
+    response.close()  # a server or middleware that never iterates it
+
+    assert asking.waiting_count() == 0
+    assert list(ToolCall.objects.values_list("outcome", flat=True)) == ["cancelled"]
+
+
+def test_keep_alives_go_out_while_the_client_thinks(client, token, fixtures, settings):
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "SSE_KEEPALIVE_SECONDS": 0.3}
+    response = call(client, token, "test_elicitation", {})
+    chunks = iter(response.streaming_content)
+    question = json.loads(next(chunks).decode().split("data: ", 1)[1])
+
+    assert next(chunks) == b": keep-alive\n\n"  # nobody answered yet
+    answer = {"action": "accept", "content": {"username": "a", "email": "b@c"}}
+    assert reply(client, token, question["id"], answer) == 202
+    rest = b"".join(chunks)
+    response.close()
+    assert b"Elicitation completed: action=accept" in rest
+    assert list(ToolCall.objects.values_list("outcome", flat=True)) == ["ok"]
+
+
+def test_a_database_failure_after_the_question_is_an_error_in_the_stream(
+    client, token, tenant, note, monkeypatch
+):
+    """The gateway's confirmation row cannot be written once the answer is
+    in: the stream, committed to 200, ends with a JSON-RPC error that says
+    nothing of the failure, and the tool does not run."""
+    bookkeeping.require_confirmation(tenant.exposures.get(), True)
+    response = call(client, token, "demo_delete_note", {"id": note})
+    stream = events(iter(response.streaming_content))
+    question = next(stream)
+
+    def down(*args: Any, **kwargs: Any) -> Any:
+        raise DatabaseError("relation demo_note: connection refused")
+
+    monkeypatch.setattr(approval, "_record_confirmed", down)
+    assert reply(client, token, question["id"], ACCEPT) == 202
+    final = next(stream)
+    response.close()
+
+    assert final["error"]["code"] == jsonrpc.INTERNAL_ERROR
+    assert "demo_note" not in json.dumps(final)
+    assert final["id"] == "call-1"
+    assert Note.objects.filter(pk=note).exists()
+
+
+def test_only_a_wsgi_request_outside_a_transaction_is_asked(rf, async_rf):
+    message = jsonrpc.Message(
+        "request", {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}}
+    )
+    extra = {
+        "HTTP_ACCEPT": "application/json, text/event-stream",
+        "HTTP_MCP_PROTOCOL_VERSION": VERSION,
+    }
+    wsgi = rf.post("/t/acme/mcp", **extra)
+    asgi = async_rf.post(
+        "/t/acme/mcp",
+        headers={
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": VERSION,
+        },
+    )
+
+    assert streaming.can_ask(wsgi, message)
+    assert not streaming.can_ask(asgi, message)  # the sync view under ASGI
+    with transaction.atomic():  # ATOMIC_REQUESTS
+        assert not streaming.can_ask(wsgi, message)
+
+
+class CancelledWhileRunning(Engine):
+    """Its first run lasts until the client's cancel has reached it, then
+    asks: nothing may be asked of a cancelled call."""
+
+    id = "test.cancelled_while_running"
+    name = "Cancelled while running"
+    description = "Asks once its call is cancelled."
+    input_schema = {"type": "object", "additionalProperties": False}
+    token = ""
+
+    def execute(self, context: EngineContext) -> Any:
+        cancel = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": "call-1"},
+        }
+        other = Client()
+        for _ in range(200):  # until the call is noted for a cancel
+            post(other, self.token, cancel)
+            if context.signal.wait(0.05):
+                break
+        return InputRequest("Too late?", {"x": {"type": "string"}}, ("x",))
+
+
+def test_a_cancel_during_the_first_run_asks_nothing_and_is_audited(
+    client, token, tenant
+):
+    engine = CancelledWhileRunning()
+    engine.token = token
+    default_registry.register(engine)
+    try:
+        bookkeeping.expose_many(tenant, [engine.id])
+        response = call(client, token, "test_cancelled_while_running", {})
+    finally:
+        default_registry.unregister(engine.id)
+
+    assert response["Content-Type"] == "application/json"
+    assert asking.waiting_count() == 0
+    assert list(ToolCall.objects.values_list("outcome", flat=True)) == ["cancelled"]

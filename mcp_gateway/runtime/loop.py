@@ -83,30 +83,16 @@ def run_in_thread_loop(coroutine: Coroutine[Any, Any, T]) -> T:
         RuntimeError: called from a thread whose event loop is running (use
             the async twin there).
     """
+    run = Resumable(coroutine)
     try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return _drive(_thread_loop(), coroutine)
-    coroutine.close()
-    raise RuntimeError("Called from a running event loop; await the async twin.")
-
-
-def _drive(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, T]) -> T:
-    bridge = _Bridge(loop)
-    context = contextvars.copy_context()
-    context.run(_bridge.set, bridge)
-    task = loop.create_task(coroutine, context=context)
-    task.add_done_callback(bridge.wake_up)
-    try:
-        while True:
-            loop.run_until_complete(bridge.wake)
-            if task.done():
-                return task.result()
-            bridge.run_parked()
+        run.step(None, _never)
+        return run.result()
     finally:
-        if not task.done():
-            task.cancel()
-            loop.run_until_complete(asyncio.wait({task}))
+        run.cancel()  # only if it did not finish (an interrupt)
+
+
+def _never() -> bool:
+    return False
 
 
 class Resumable(Generic[T]):
@@ -125,7 +111,9 @@ class Resumable(Generic[T]):
             pass
         else:
             coroutine.close()
-            raise RuntimeError("Called from a running event loop; await it there.")
+            raise RuntimeError(
+                "Called from a running event loop; await the async twin."
+            )
         self._loop = _thread_loop()
         self._bridge = _Bridge(self._loop)
         context = contextvars.copy_context()
@@ -177,6 +165,6 @@ class Resumable(Generic[T]):
         """Cancel the coroutine and run it until it has finished."""
         if not self._task.done():
             self._task.cancel()
-            self.step(None, lambda: False)
+            self.step(None, _never)
         if not self._task.cancelled():
             self._task.exception()  # retrieved: nothing to log

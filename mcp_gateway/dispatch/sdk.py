@@ -9,7 +9,6 @@ the wire form the SDK would, so either handler answers alike.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import importlib.metadata
 import warnings
@@ -31,13 +30,14 @@ from mcp.shared.transport_context import TransportContext
 from mcp_types import methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from engines_app.interaction import Answer, Kind, single_reply
+from engines_app.interaction import Answer, Kind
 from mcp_gateway.catalog import CatalogEntry
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.dispatch import approval, calls, interaction, request_state
 from mcp_gateway.dispatch.era import Route, negotiable
 from mcp_gateway.dispatch.exchange import SingleExchangeContext
 from mcp_gateway.dispatch.scope import CallScope
+from mcp_gateway.runtime import adapter
 
 CATALOG_VERSION_META_KEY = "io.github.django-mcp-gateway/catalogVersion"
 """``tools/list`` results carry the tenant's catalog version under this key."""
@@ -177,8 +177,7 @@ async def _call_tool(
         return result
     # Answered ahead: the engine runs again with them, as a retry would,
     # within the first run's deadline (its signal).
-    context = dataclasses.replace(context, answers=answers, reply=single_reply(answers))
-    asking = interaction.Asking(verdict.confirmed, kinds)
+    context = adapter.with_answers(context, answers)
     return await calls.arun(scope, entry, arguments, context, asking, wire=wire)
 
 

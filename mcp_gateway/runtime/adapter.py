@@ -375,11 +375,16 @@ async def _elicited(
         answers = await _answers(value, context, elicit)
         if answers is None:
             return value
-        answered = dataclasses.replace(
-            context, reply=single_reply(answers), answers=answers
-        )
-        value = await _acall(engine, answered)
+        value = await _acall(engine, with_answers(context, answers))
     return value
+
+
+def with_answers(
+    context: EngineContext, answers: Mapping[str, Answer]
+) -> EngineContext:
+    """``context`` for the engine's next run: the answers by key, and a
+    single form's or URL's as ``reply``; the same signal and deadline."""
+    return dataclasses.replace(context, reply=single_reply(answers), answers=answers)
 
 
 async def _answers(

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from cryptography.fernet import Fernet
 from django.contrib.auth.models import User
+from django.core.cache import cache
 
 from engines_app.registry import EngineRegistry, default_registry
 from mcp_gateway import bus, principals, tokens
@@ -153,3 +154,15 @@ def principal_cache(settings: Any) -> None:
     assert bus.cross_process()
     principals.listen()
     eventually(principals.listening, "the principal cache listens")
+
+
+@pytest.fixture
+def local_bus(settings: Any) -> Iterator[None]:
+    """The in-process bus, started afresh, and an empty cache: an answer or a
+    cancel crosses requests as Redis or PostgreSQL would carry it across
+    processes."""
+    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "BUS": "local"}
+    bus.close()
+    cache.clear()
+    yield
+    bus.close()

@@ -34,3 +34,12 @@ def post_rpc(
         content_type="application/json",
         headers=headers,
     )
+
+
+def result_of(answer: tuple[int, Any]) -> dict[str, Any]:
+    """The JSON-RPC result of a ``(status, body)`` answer, asserted 200."""
+    status, body = answer
+    assert status == 200, body
+    assert "result" in body, body
+    result: dict[str, Any] = body["result"]
+    return result

@@ -10,8 +10,6 @@ round of three, asked one after another.
 from __future__ import annotations
 
 import json
-import queue
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,7 +20,7 @@ from django.db import connection
 
 from mcp_gateway import bookkeeping, tokens
 from mcp_gateway.models import Tenant
-from tests.live.events import events
+from tests.live.calling import StreamedCall
 from tests.live.servers import Server, database_url, running
 from tests.services import redis_running
 
@@ -86,7 +84,7 @@ def headers(secret: str, version: str) -> dict[str, str]:
     }
 
 
-class Calling:
+class Calling(StreamedCall):
     """A ``tools/call`` read as it streams, in a thread."""
 
     def __init__(
@@ -97,40 +95,14 @@ class Calling:
         version: str,
         arguments: dict[str, Any] | None = None,
     ) -> None:
-        self.questions: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.received: list[Any] = []
         body = {
             "jsonrpc": "2.0",
             "id": "call-1",
             "method": "tools/call",
             "params": {"name": tool, "arguments": arguments or {}},
         }
-        self._args = (f"{server.url}/t/acme/mcp", body, headers(secret, version))
-        self._thread = threading.Thread(target=self._run)
-        self._thread.start()
-
-    def _run(self) -> None:
-        url, body, sent = self._args
-        with httpx2.stream("POST", url, json=body, headers=sent, timeout=60) as r:
-            if r.headers["content-type"].startswith("application/json"):
-                self.received.append(json.loads(r.read()))  # nothing streamed
-                return
-            for event in events(r):
-                if event.data is None:
-                    continue
-                self.received.append(event.data)
-                if "method" in event.data and "id" in event.data:
-                    self.questions.put(event.data)
-
-    def question(self) -> dict[str, Any]:
-        return self.questions.get(timeout=30)
-
-    def result(self) -> dict[str, Any]:
-        self._thread.join(60)
-        assert not self._thread.is_alive()
-        final = self.received[-1]
-        assert final["id"] == "call-1"
-        return dict(final["result"])
+        url = f"{server.url}/t/acme/mcp"
+        super().__init__(url, body, headers(secret, version))
 
 
 def answer(

@@ -10,9 +10,7 @@ than the waiting one.
 from __future__ import annotations
 
 import json
-import queue
 import secrets
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +26,7 @@ from demo.models import Note
 from mcp_gateway import bookkeeping, tokens
 from mcp_gateway.audit.models import ToolCall
 from mcp_gateway.models import Tenant
+from tests.live.calling import StreamedCall
 from tests.live.events import events
 from tests.live.servers import Server, database_url, running
 from tests.services import redis_running
@@ -111,50 +110,17 @@ def headers(secret: str) -> dict[str, str]:
     }
 
 
-class Deleting:
+class Deleting(StreamedCall):
     """A ``demo_delete_note`` call read as it streams, in a thread."""
 
     def __init__(self, server: Server, secret: str, note: int) -> None:
-        self.questions: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.received: list[Any] = []
-        self.content_type = ""
         body = {
             "jsonrpc": "2.0",
             "id": "del-1",
             "method": "tools/call",
             "params": {"name": "demo_delete_note", "arguments": {"id": note}},
         }
-        self._args = (f"{server.url}/t/acme/mcp", body, headers(secret))
-        self._thread = threading.Thread(target=self._run)
-        self._thread.start()
-
-    def _run(self) -> None:
-        url, body, sent = self._args
-        with httpx2.stream("POST", url, json=body, headers=sent, timeout=60) as r:
-            self.content_type = r.headers["content-type"]
-            for event in events(r):
-                if event.data is None:
-                    continue
-                self.received.append(event.data)
-                if event.data.get("method") == "elicitation/create":
-                    self.questions.put(event.data)
-
-    def question(self) -> dict[str, Any]:
-        return self.questions.get(timeout=30)
-
-    def result(self) -> dict[str, Any]:
-        self._thread.join(60)
-        assert not self._thread.is_alive()
-        final = self.received[-1]
-        assert final["id"] == "del-1"
-        return dict(final["result"])
-
-    @property
-    def running(self) -> bool:
-        return self._thread.is_alive()
-
-    def wait(self, seconds: float) -> None:
-        self._thread.join(seconds)
+        super().__init__(f"{server.url}/t/acme/mcp", body, headers(secret))
 
 
 def answer(

@@ -33,7 +33,7 @@ from mcp_gateway.audit import log as audit
 from mcp_gateway.audit.models import ExposureEvent, ToolCall
 from mcp_gateway.dispatch import approval
 from mcp_gateway.models import ApiToken, CallApproval, Exposure, Membership, Tenant
-from tests.rpc import post_rpc
+from tests.rpc import post_rpc, result_of
 
 MODERN = "2026-07-28"
 ACCEPT = {"confirm": {"action": "accept", "content": {"confirm": True}}}
@@ -87,14 +87,6 @@ def call(
         headers=headers,
     )
     return response.status_code, response.json()
-
-
-def result_of(answer: tuple[int, Any]) -> dict[str, Any]:
-    status, body = answer
-    assert status == 200, body
-    assert "result" in body, body
-    result: dict[str, Any] = body["result"]
-    return result
 
 
 def tool_error(answer: tuple[int, Any]) -> dict[str, Any]:

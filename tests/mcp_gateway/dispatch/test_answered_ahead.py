@@ -21,6 +21,7 @@ from mcp_gateway import bookkeeping
 from mcp_gateway.audit.models import ToolCall
 from mcp_gateway.catalog import clear_cache
 from mcp_gateway.models import Exposure, Tenant
+from tests.rpc import result_of
 
 MODERN = "2026-07-28"
 ELICITATION = "test_input_required_result_elicitation"
@@ -87,14 +88,6 @@ def call(
         "/t/acme/mcp", body, content_type="application/json", headers=headers
     )
     return response.status_code, response.json()
-
-
-def result_of(answer: tuple[int, Any]) -> dict[str, Any]:
-    status, body = answer
-    assert status == 200, body
-    assert "result" in body, body
-    result: dict[str, Any] = body["result"]
-    return result
 
 
 def rows() -> list[tuple[str, str, str, str]]:

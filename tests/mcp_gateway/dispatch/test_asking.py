@@ -11,7 +11,7 @@ import gc
 import secrets
 import time
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -32,12 +32,8 @@ ACCEPT = {"action": "accept", "content": {"confirm": True}}
 
 
 @pytest.fixture(autouse=True)
-def local_bus(settings) -> Iterator[None]:
-    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "BUS": "local"}
-    bus.close()
-    cache.clear()
-    yield
-    bus.close()
+def _local_bus(local_bus: None) -> None:
+    """Every test here on the in-process bus."""
 
 
 def answer(request_id: str, result: Any = ACCEPT, principal=ALICE) -> bool:

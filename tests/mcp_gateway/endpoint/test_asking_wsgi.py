@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.core.cache import cache
 from django.db import DatabaseError, transaction
 from django.test import Client
 
@@ -21,7 +20,7 @@ from engines_app.context import EngineContext
 from engines_app.engine import Engine
 from engines_app.interaction import InputRequest
 from engines_app.registry import default_registry
-from mcp_gateway import bookkeeping, bus, jsonrpc
+from mcp_gateway import bookkeeping, jsonrpc
 from mcp_gateway.audit.models import ToolCall
 from mcp_gateway.dispatch import approval, asking
 from mcp_gateway.endpoint import asking as streaming
@@ -33,12 +32,8 @@ ACCEPT = {"action": "accept", "content": {"confirm": True}}
 
 
 @pytest.fixture(autouse=True)
-def local_bus(settings) -> Iterator[None]:
-    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "BUS": "local"}
-    bus.close()
-    cache.clear()
-    yield
-    bus.close()
+def _local_bus(local_bus: None) -> None:
+    """Every test here on the in-process bus."""
 
 
 def headers(

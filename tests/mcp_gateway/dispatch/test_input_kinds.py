@@ -39,6 +39,7 @@ from mcp_gateway.dispatch import interaction
 from mcp_gateway.dispatch.core import handle
 from mcp_gateway.dispatch.scope import CallScope, Outcome
 from mcp_gateway.models import Tenant
+from tests.mcp_gateway.dispatch.outcomes import result_of
 
 MODERN = "2026-07-28"
 SAMPLED = {
@@ -98,13 +99,6 @@ def call(
     return handle(message, scope)
 
 
-def result(outcome: Outcome) -> dict[str, Any]:
-    assert outcome.json is not None
-    assert "error" not in outcome.json, outcome.json
-    value: dict[str, Any] = outcome.json["result"]
-    return value
-
-
 def text_of(body: dict[str, Any]) -> str:
     assert body.get("resultType") == "complete", body
     text: str = body["content"][0]["text"]
@@ -120,9 +114,9 @@ def error_of(outcome: Outcome) -> dict[str, Any]:
 
 def test_sampling_is_asked_as_create_message_and_answered_by_key(tenant):
     name = "test_input_required_result_sampling"
-    first = result(call(tenant, name))
+    first = result_of(call(tenant, name))
     responses = {"capital_question": SAMPLED}
-    done = result(
+    done = result_of(
         call(tenant, name, inputResponses=responses, requestState=first["requestState"])
     )
 
@@ -140,9 +134,9 @@ def test_sampling_is_asked_as_create_message_and_answered_by_key(tenant):
 
 def test_roots_are_asked_as_roots_list_and_answered_by_key(tenant):
     name = "test_input_required_result_list_roots"
-    first = result(call(tenant, name))
+    first = result_of(call(tenant, name))
     responses = {"client_roots": ROOTS}
-    done = result(
+    done = result_of(
         call(tenant, name, inputResponses=responses, requestState=first["requestState"])
     )
 
@@ -152,13 +146,13 @@ def test_roots_are_asked_as_roots_list_and_answered_by_key(tenant):
 
 def test_a_round_asks_every_kind_at_once_and_the_engine_gets_each_by_key(tenant):
     name = "test_input_required_result_multiple_inputs"
-    first = result(call(tenant, name))
+    first = result_of(call(tenant, name))
     responses = {
         "user_name": {"action": "accept", "content": {"name": "Alice"}},
         "greeting": SAMPLED | {"content": {"type": "text", "text": "Hello"}},
         "client_roots": ROOTS,
     }
-    done = result(
+    done = result_of(
         call(tenant, name, inputResponses=responses, requestState=first["requestState"])
     )
 
@@ -175,9 +169,9 @@ def test_a_round_asks_every_kind_at_once_and_the_engine_gets_each_by_key(tenant)
 
 def test_a_retry_missing_an_answer_is_asked_the_same_requests_again(tenant):
     name = "test_input_required_result_multiple_inputs"
-    first = result(call(tenant, name))
+    first = result_of(call(tenant, name))
     partial = {"user_name": {"action": "accept", "content": {"name": "Alice"}}}
-    again = result(
+    again = result_of(
         call(tenant, name, inputResponses=partial, requestState=first["requestState"])
     )
     responses = {
@@ -185,7 +179,7 @@ def test_a_retry_missing_an_answer_is_asked_the_same_requests_again(tenant):
         "greeting": SAMPLED,
         "client_roots": ROOTS,
     }
-    done = result(
+    done = result_of(
         call(tenant, name, inputResponses=responses, requestState=again["requestState"])
     )
 
@@ -198,7 +192,7 @@ def test_answers_without_a_state_do_not_answer_a_question_with_engine_state(tena
     # Its state must come back sealed; a first call has none to bring.
     name = "test_input_required_result_request_state"
     responses = {"confirm": {"action": "accept", "content": {"ok": True}}}
-    body = result(call(tenant, name, inputResponses=responses))
+    body = result_of(call(tenant, name, inputResponses=responses))
 
     assert body["resultType"] == "input_required"
     assert list(body["inputRequests"]) == ["confirm"]
@@ -206,9 +200,9 @@ def test_answers_without_a_state_do_not_answer_a_question_with_engine_state(tena
 
 def test_extra_answers_on_a_retry_are_ignored(tenant):
     name = "test_input_required_result_list_roots"
-    first = result(call(tenant, name))
+    first = result_of(call(tenant, name))
     responses = {"client_roots": ROOTS, "stray": {"action": "accept"}}
-    done = result(
+    done = result_of(
         call(tenant, name, inputResponses=responses, requestState=first["requestState"])
     )
 
@@ -217,7 +211,7 @@ def test_extra_answers_on_a_retry_are_ignored(tenant):
 
 def test_an_answer_of_the_wrong_kind_is_refused(tenant):
     name = "test_input_required_result_sampling"
-    first = result(call(tenant, name))
+    first = result_of(call(tenant, name))
     wrong: dict[str, Any] = {"capital_question": {"roots": []}}
     outcome = call(
         tenant, name, inputResponses=wrong, requestState=first["requestState"]
@@ -228,8 +222,8 @@ def test_an_answer_of_the_wrong_kind_is_refused(tenant):
 
 def test_the_engine_asks_only_what_the_client_declared(tenant):
     name = "test_input_required_result_capabilities"
-    sampling_only = result(call(tenant, name, {"sampling": {}}))
-    both = result(call(tenant, name, {"sampling": {}, "elicitation": {}}))
+    sampling_only = result_of(call(tenant, name, {"sampling": {}}))
+    both = result_of(call(tenant, name, {"sampling": {}, "elicitation": {}}))
 
     assert list(sampling_only["inputRequests"]) == ["colour"]
     assert list(both["inputRequests"]) == ["colour", "name"]
@@ -399,9 +393,9 @@ def test_asking_again_never_extends_a_rounds_expiry(tenant):
     ttl = gateway_settings().REQUEST_STATE_TTL_SECONDS
     name = "test_input_required_result_list_roots"
     start = time.time()
-    first = result(call(tenant, name))
+    first = result_of(call(tenant, name))
     with mock.patch("time.time", return_value=start + ttl - 10):
-        again = result(call(tenant, name, requestState=first["requestState"]))
+        again = result_of(call(tenant, name, requestState=first["requestState"]))
     with mock.patch("time.time", return_value=start + ttl + 10):
         late = call(
             tenant,

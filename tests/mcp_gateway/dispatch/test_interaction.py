@@ -15,6 +15,7 @@ from mcp_gateway.catalog import catalog_for, clear_cache
 from mcp_gateway.dispatch.core import handle
 from mcp_gateway.dispatch.scope import CallScope, Outcome
 from mcp_gateway.models import Tenant
+from tests.mcp_gateway.dispatch.outcomes import result_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -72,15 +73,8 @@ def delete(
     return handle(message, scope)
 
 
-def result(outcome: Outcome) -> dict[str, Any]:
-    assert outcome.json is not None
-    assert "error" not in outcome.json, outcome.json
-    value: dict[str, Any] = outcome.json["result"]
-    return value
-
-
 def asked(tenant: Tenant, note: Note) -> str:
-    first = result(delete(tenant, {"id": note.pk}))
+    first = result_of(delete(tenant, {"id": note.pk}))
     assert first["resultType"] == "input_required"
     state: str = first["requestState"]
     return state
@@ -92,7 +86,7 @@ def refused_with_invalid_params(outcome: Outcome) -> bool:
 
 
 def test_a_destructive_engine_asks_for_confirmation_first(tenant, note):
-    first = result(delete(tenant, {"id": note.pk}))
+    first = result_of(delete(tenant, {"id": note.pk}))
 
     elicit = first["inputRequests"]["input"]
     assert elicit["method"] == "elicitation/create"
@@ -106,7 +100,7 @@ def test_a_destructive_engine_asks_for_confirmation_first(tenant, note):
 def test_the_confirmed_retry_deletes_the_note(tenant, note):
     state = asked(tenant, note)
 
-    done = result(
+    done = result_of(
         delete(tenant, {"id": note.pk}, inputResponses=ACCEPTED, requestState=state)
     )
 
@@ -148,7 +142,7 @@ def test_an_expired_state_is_refused(tenant, note, settings):
 
 
 def test_answers_without_a_state_are_ignored_and_the_question_asked(tenant, note):
-    body = result(delete(tenant, {"id": note.pk}, inputResponses=ACCEPTED))
+    body = result_of(delete(tenant, {"id": note.pk}, inputResponses=ACCEPTED))
 
     assert body["resultType"] == "input_required"
     assert list(body["inputRequests"]) == ["input"]
@@ -158,7 +152,7 @@ def test_answers_without_a_state_are_ignored_and_the_question_asked(tenant, note
 def test_a_2025_client_without_a_stream_gets_a_tool_error(tenant, note):
     outcome = delete(tenant, {"id": note.pk}, version="2025-11-25")
 
-    body = result(outcome)
+    body = result_of(outcome)
     assert body["isError"] is True
     assert "unavailable on this protocol version" in body["content"][0]["text"]
     assert Note.objects.filter(pk=note.pk).exists()
@@ -191,7 +185,7 @@ def multi_round(tenant: Tenant, **retry: Any) -> dict[str, Any]:
     scope = CallScope(
         tenant, catalog_for(tenant), principal(tenant), headers | {"Mcp-Name": name}
     )
-    return result(handle(message, scope))
+    return result_of(handle(message, scope))
 
 
 def test_each_round_asks_under_the_key_the_engine_names(tenant):

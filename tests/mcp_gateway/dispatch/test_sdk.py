@@ -18,6 +18,7 @@ from mcp_gateway.dispatch.core import ahandle, handle
 from mcp_gateway.dispatch.scope import CallScope, Outcome
 from mcp_gateway.models import Tenant
 from mcp_gateway.runtime.adapter import build_tool
+from tests.mcp_gateway.dispatch.outcomes import result_of
 
 MODERN = "2026-07-28"
 CLIENT_INFO = {"name": "tests", "version": "1.0"}
@@ -92,13 +93,6 @@ def modern(
         headers = modern_headers(method, name)
     scope = CallScope(tenant, catalog_for(tenant), principal_for(tenant), headers)
     return handle(message, scope)
-
-
-def result_of(outcome: Outcome) -> dict[str, Any]:
-    assert outcome.json is not None
-    assert "error" not in outcome.json, outcome.json
-    result: dict[str, Any] = outcome.json["result"]
-    return result
 
 
 def error_of(outcome: Outcome) -> dict[str, Any]:

@@ -94,7 +94,7 @@ def handle(
         DatabaseError: the database failed during admission.
         RuntimeError: called from a thread whose event loop is running.
     """
-    answer = _handle(message, scope, through_sdk=through_sdk)
+    answer = handle_asking(message, scope, through_sdk=through_sdk)
     if isinstance(answer, Pending):
         with deadlines.request_thread():
             return run_in_thread_loop(answer.rest)
@@ -109,7 +109,9 @@ class Pending:
     rest: Coroutine[Any, Any, Outcome]
 
 
-def handle_asking(message: dict[str, Any], scope: CallScope) -> Outcome | Pending:
+def handle_asking(
+    message: dict[str, Any], scope: CallScope, *, through_sdk: bool = False
+) -> Outcome | Pending:
     """:func:`handle` for a sync server that can ask the client of a 2025
     call on an SSE stream (``scope.elicit``): a plain call runs here, and
     only when its engine asks is the rest :class:`Pending`, as is a call
@@ -119,12 +121,6 @@ def handle_asking(message: dict[str, Any], scope: CallScope) -> Outcome | Pendin
         DatabaseError: the database failed during admission.
         deadlines.CallerGone: the client went away while the engine ran.
     """
-    return _handle(message, scope)
-
-
-def _handle(
-    message: dict[str, Any], scope: CallScope, *, through_sdk: bool = False
-) -> Outcome | Pending:
     step = prepare(message, scope, through_sdk=through_sdk)
     if isinstance(step, Outcome):
         return step

@@ -44,6 +44,7 @@ from mcp_gateway.dispatch.scope import CallScope, Outcome
 from mcp_gateway.endpoint import boundary, listen, sse
 from mcp_gateway.endpoint.admission import admit, call_scope
 from mcp_gateway.endpoint.streaming import Channel
+from mcp_gateway.endpoint.threads import send_request_started
 from mcp_gateway.endpoint.views import response_of
 
 logger = logging.getLogger("mcp_gateway")
@@ -98,6 +99,7 @@ async def _listen(
 
 
 def _admit_and_scope(request: HttpRequest, slug: str) -> Admitted | HttpResponse:
+    send_request_started()  # the fast path's, in this first hop
     request.get_host()  # DisallowedHost -> 400 before anything else
     admitted = admit(request, slug)
     if isinstance(admitted, HttpResponse):

@@ -57,6 +57,7 @@ from django.utils.module_loading import import_string
 
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.endpoint.serving import is_async_endpoint
+from mcp_gateway.endpoint.threads import defer_request_started
 
 logger = logging.getLogger("mcp_gateway")
 
@@ -136,17 +137,26 @@ class FastPath:
         except RequestAborted:
             return
         set_script_prefix(get_script_prefix(scope))
-        await signals.request_started.asend(sender=handler.__class__, scope=scope)
         request, error_response = handler.create_request(scope, body_file)
         if request is None:
+            await signals.request_started.asend(sender=handler.__class__, scope=scope)
             assert error_response is not None  # noqa: S101 - Django's contract
             body_file.close()
             await handler.send_response(error_response, send)
             await sync_to_async(error_response.close)()
             return
+        # A POST's request_started is sent by the view's first hop (its
+        # admission, in the request's thread), not in a hop of its own; if
+        # the view makes none, it is sent once the view is done.
+        started = defer_request_started(handler.__class__, scope)
+        if scope["method"] != "POST":  # a stream's admission runs elsewhere
+            await started.asend()
 
         async def process_request() -> HttpResponseBase:
-            response = await self._respond(request, match, plan)
+            try:
+                response = await self._respond(request, match, plan)
+            finally:
+                await started.asend()
             # The client went away while the answer was sent: nothing to do.
             with contextlib.suppress(asyncio.CancelledError):
                 await _send_response(handler, response, send)
@@ -173,6 +183,7 @@ class FastPath:
         try:
             response = cast(HttpResponseBase, tasks[1].result())
         except asyncio.CancelledError:
+            await started.asend()
             await signals.request_finished.asend(sender=handler.__class__)
         else:
             await sync_to_async(response.close)()

@@ -15,24 +15,71 @@ connection a request opens in it is that request's alone until
 ``request_finished`` closes it (or hands it back to the pool), as a reused
 WSGI thread does. A thread goes back to the idle list only once all the
 work it was handed is done, so a request cancelled during a hop never lends
-a busy thread to the next.
+a busy thread to the next; the thread counts its work, so giving it back
+costs no hop of its own.
+
+The fast path (``fastpath``) sends ``request_started`` in the request's
+first hop rather than in a hop of its own (:func:`defer_request_started`,
+:func:`send_request_started`).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from typing import Any
 
 from asgiref.sync import ThreadSensitiveContext
+from django.core import signals
 
 IDLE_KEPT = 32
 """Idle threads kept for the next requests; more are shut down."""
 
 
+class RequestThread(ThreadPoolExecutor):
+    """One thread, which knows when all the work it was handed is done."""
+
+    def __init__(self) -> None:
+        super().__init__(1, thread_name_prefix="mcp-request")
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._when_idle: Callable[[], None] | None = None
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:  # type: ignore[type-arg]
+        with self._lock:
+            self._pending += 1
+        try:
+            future = super().submit(fn, *args, **kwargs)
+        except BaseException:
+            self._done(None)
+            raise
+        future.add_done_callback(self._done)
+        return future
+
+    def when_idle(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once no work is left: now, or from the thread."""
+        with self._lock:
+            if self._pending:
+                self._when_idle = callback
+                return
+        callback()
+
+    def _done(self, _: object) -> None:
+        with self._lock:
+            self._pending -= 1
+            callback = self._when_idle if self._pending == 0 else None
+            if callback is not None:
+                self._when_idle = None
+        if callback is not None:
+            callback()
+
+
 class RequestThreads:
     def __init__(self, keep: int = IDLE_KEPT) -> None:
-        self._idle: list[ThreadPoolExecutor] = []
+        self._idle: list[RequestThread] = []
         self._keep = keep
 
     @property
@@ -46,23 +93,61 @@ class RequestThreads:
         try:
             executor = self._idle.pop()
         except IndexError:
-            executor = ThreadPoolExecutor(1, thread_name_prefix="mcp-request")
+            executor = RequestThread()
         try:
             async with ThreadSensitiveContext(executor=executor):
                 yield
         finally:
             self._give_back(executor)
 
-    def _give_back(self, executor: ThreadPoolExecutor) -> None:
+    def _give_back(self, executor: RequestThread) -> None:
         """Idle again once the thread has finished all it was given: a hop
         whose request was cancelled may still be running there."""
         if len(self._idle) >= self._keep:
             executor.shutdown(wait=False)
             return
-        executor.submit(_nothing).add_done_callback(
-            lambda _: self._idle.append(executor)
-        )
+        executor.when_idle(lambda: self._idle.append(executor))
 
 
-def _nothing() -> None:
-    return None
+# -- request_started in the first hop -------------------------------------------------
+
+
+class _Started:
+    """A ``request_started`` owed to the request, sent once."""
+
+    __slots__ = ("scope", "sender", "sent")
+
+    def __init__(self, sender: type, scope: dict[str, Any]) -> None:
+        self.sender, self.scope, self.sent = sender, scope, False
+
+    def send(self) -> None:
+        if not self.sent:
+            self.sent = True
+            signals.request_started.send(sender=self.sender, scope=self.scope)
+
+    async def asend(self) -> None:
+        if not self.sent:
+            self.sent = True
+            await signals.request_started.asend(sender=self.sender, scope=self.scope)
+
+
+_owed: ContextVar[_Started | None] = ContextVar("mcp_request_started", default=None)
+
+
+def defer_request_started(sender: type, scope: dict[str, Any]) -> _Started:
+    """Owe this request's ``request_started`` to its first hop (the tasks
+    created after this see it); the caller sends what is still owed at the
+    end (``asend``), so the signal is sent once in any case."""
+    owed = _Started(sender, scope)
+    _owed.set(owed)
+    return owed
+
+
+def send_request_started() -> None:
+    """In the request's thread, before its first database work: the
+    ``request_started`` the fast path deferred, if still owed (its receivers,
+    ``close_old_connections`` among them, run in that thread as they would
+    in a hop of their own)."""
+    owed = _owed.get()
+    if owed is not None:
+        owed.send()

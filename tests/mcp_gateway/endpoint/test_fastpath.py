@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -172,6 +174,52 @@ def test_the_request_signals_are_sent_once_each(token: str, taken: list[str]):
     assert taken == ["/t/acme/mcp"]
     assert status == 200
     assert sent == ["started", "finished"]
+
+
+def test_request_started_is_sent_in_the_first_hop_before_admission(
+    token: str, taken: list[str], monkeypatch: pytest.MonkeyPatch
+):
+    seen: list[tuple[str, int]] = []
+    admit = aviews.admit
+
+    def started(**kwargs: Any) -> None:
+        seen.append(("started", threading.get_ident()))
+
+    def admitting(*args: Any) -> Any:
+        seen.append(("admit", threading.get_ident()))
+        return admit(*args)
+
+    monkeypatch.setattr(aviews, "admit", admitting)
+    signals.request_started.connect(started)
+    try:
+        status, _, _ = call(token)
+    finally:
+        signals.request_started.disconnect(started)
+
+    assert status == 200
+    assert [what for what, _ in seen] == ["started", "admit"]
+    assert seen[0][1] == seen[1][1] != threading.get_ident()
+
+
+def test_a_request_hops_to_its_thread_twice(
+    token: str, taken: list[str], monkeypatch: pytest.MonkeyPatch
+):
+    """The admission, then the response's close (``request_finished``):
+    ``request_started`` rides on the first, giving the thread back on none."""
+    hops: list[str] = []
+    submit = ThreadPoolExecutor.submit
+
+    def counted(self: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        hops.append(self._thread_name_prefix)
+        return submit(self, fn, *args, **kwargs)
+
+    monkeypatch.setattr(ThreadPoolExecutor, "submit", counted)
+
+    status, _, _ = call(token)
+
+    assert taken == ["/t/acme/mcp"]
+    assert status == 200
+    assert hops.count("mcp-request") == 2
 
 
 def test_a_mount_under_the_sites_own_prefix_is_served(

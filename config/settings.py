@@ -90,10 +90,11 @@ if (
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = True
     else:
         DATABASES["default"]["CONN_MAX_AGE"] = 600
-        # Django's backend, whose health check skips the `SELECT 1` for a
-        # connection that answered within the last second and whose socket
-        # shows nothing (`mcp_gateway.db.postgresql`).
-        DATABASES["default"]["ENGINE"] = "mcp_gateway.db.postgresql"
+    # Django's backend, whose health check (the `SELECT 1`; the pool's check
+    # when a connection is taken from it) is skipped for a connection that
+    # answered within the last second and whose socket shows nothing
+    # (`mcp_gateway.db.postgresql`).
+    DATABASES["default"]["ENGINE"] = "mcp_gateway.db.postgresql"
     # Checked before use (a pooled one when taken from the pool): after a
     # database restart a worker would otherwise fail a request per dead
     # connection it holds.

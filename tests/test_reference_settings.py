@@ -175,7 +175,7 @@ def test_under_wsgi_postgresql_health_checks_ask_the_socket_first() -> None:
         "mcp_gateway.db.postgresql"
     )
     assert engine_with("import config.asgi", DATABASE_URL=POSTGRES) == (
-        "django.db.backends.postgresql"
+        "mcp_gateway.db.postgresql"  # its pool's check asks the socket first
     )
     chosen = f"{POSTGRES}?conn_max_age=60"
     assert engine_with(DATABASE_URL=chosen) == "django.db.backends.postgresql"

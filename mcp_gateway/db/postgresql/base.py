@@ -2,10 +2,11 @@
 
 ``ENGINE = "mcp_gateway.db.postgresql"``: Django's PostgreSQL backend,
 except for ``CONN_HEALTH_CHECKS``. Django's check is a ``SELECT 1`` round
-trip before each request's first query; this one skips it for a
-connection that answered within the last :data:`RECENT_SECONDS` and whose
-socket is quiet (open, idle, nothing to read), and runs Django's check
-otherwise.
+trip before each request's first query (with psycopg's pool, ``OPTIONS =
+{"pool": ...}``, the pool's own empty-query round trip each time a
+connection is taken); this one skips it for a connection that answered
+within the last :data:`RECENT_SECONDS` and whose socket is quiet (open,
+idle, nothing to read), and runs that check otherwise.
 
 A server that closes a connection (a restart, ``pg_terminate_backend``,
 ``idle_session_timeout``, a proxy giving up on it) sends its last message
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import select
 import time
+import weakref
 from typing import Any
 
 from django.db.backends.postgresql import base
@@ -47,11 +49,23 @@ class DatabaseWrapper(base.DatabaseWrapper):
         self.queried = True
         return super().create_cursor(name)
 
+    @property
+    def pool(self) -> Any:
+        pool = super().pool
+        # Django gives the pool psycopg_pool's check when CONN_HEALTH_CHECKS
+        # is on (and takes no check of the site's): this one skips its round
+        # trip as ``close_if_health_check_failed`` below skips Django's.
+        if pool is not None and getattr(pool, "_check", None) is _pool_check():
+            pool._check = checked_unless_recent
+        return pool
+
     def close_if_unusable_or_obsolete(self) -> None:
         # At a request's end: its queries all had their answers, unless one
         # failed on the connection (``errors_occurred``: Django checks it).
         if self.queried and self.connection is not None and not self.errors_occurred:
             self.answered_at = time.monotonic()
+            if self.pool is not None:  # about to go back to the pool
+                _pooled_answered[self.connection] = self.answered_at
         self.queried = False
         super().close_if_unusable_or_obsolete()
 
@@ -72,6 +86,27 @@ class DatabaseWrapper(base.DatabaseWrapper):
             self.health_check_done = True
             return
         super().close_if_health_check_failed()
+
+
+_pooled_answered: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+"""When each pooled psycopg connection last answered a request's queries."""
+
+
+def _pool_check() -> Any:
+    from psycopg_pool import ConnectionPool  # the [postgres] extra's
+
+    return ConnectionPool.check_connection
+
+
+def checked_unless_recent(connection: Any) -> None:
+    """psycopg_pool's check of a connection taken from the pool (an empty
+    query; it raises if the connection is broken, and the pool replaces
+    it), skipped for one that answered recently and is quiet."""
+    recent = time.monotonic() - _pooled_answered.get(connection, _NEVER)
+    if recent < RECENT_SECONDS and quiet(connection):
+        return
+    _pool_check()(connection)
+    _pooled_answered[connection] = time.monotonic()
 
 
 def quiet(connection: Any) -> bool:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from django.db import connection, connections
 
+from mcp_gateway.db.postgresql import base
 from mcp_gateway.db.postgresql.base import RECENT_SECONDS, DatabaseWrapper
 
 pytestmark = pytest.mark.skipif(
@@ -89,3 +90,73 @@ def wait_readable(wrapper: DatabaseWrapper) -> None:
     deadline = time.monotonic() + 10
     while not poller.poll(50):
         assert time.monotonic() < deadline, "the server never closed it"
+
+
+# -- Taken from psycopg's pool (the ASGI default) --------------------------------------
+
+
+@pytest.fixture
+def pooled(db: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[DatabaseWrapper]:
+    """A connection of the test database from a pool of one, health-checked
+    as under ASGI, counting the pool's checks that reach the server."""
+    made = connections.create_connection("default")
+    assert isinstance(made, DatabaseWrapper)
+    made.alias = "pooled_health_check"  # a pool of its own (Django keys by alias)
+    made.settings_dict = {
+        **made.settings_dict,
+        "CONN_MAX_AGE": 0,
+        "CONN_HEALTH_CHECKS": True,
+        "OPTIONS": {
+            **made.settings_dict.get("OPTIONS", {}),
+            "pool": {"min_size": 1, "max_size": 1},
+        },
+    }
+    assert made.pool is not None
+    made.checks = 0  # type: ignore[attr-defined]
+    check = base._pool_check()
+
+    def counted(conn: Any) -> None:
+        made.checks += 1  # type: ignore[attr-defined]
+        check(conn)
+
+    monkeypatch.setattr(base, "_pool_check", lambda: counted)
+    yield made
+    made.close()
+    made.close_pool()
+
+
+def in_pool(wrapper: DatabaseWrapper) -> Any:
+    """The pool's one connection, idle between requests."""
+    with wrapper.pool.connection() as idle:
+        return idle
+
+
+def test_a_pooled_connection_that_just_answered_is_taken_unchecked(pooled):
+    first = request(pooled)  # a new connection: checked once
+
+    assert request(pooled) == first
+    assert request(pooled) == first
+    assert pooled.checks == 1
+
+
+def test_a_pooled_connection_quiet_for_longer_is_checked_by_the_server(pooled):
+    first = request(pooled)
+    base._pooled_answered[in_pool(pooled)] -= RECENT_SECONDS
+
+    assert request(pooled) == first
+    assert pooled.checks == 2
+
+
+def test_a_pooled_connection_the_server_closed_is_replaced(pooled):
+    first = request(pooled)
+    idle = in_pool(pooled)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [first])
+    poller = select.poll()
+    poller.register(idle.pgconn.socket, select.POLLIN)
+    assert poller.poll(10_000), "the server never closed it"
+
+    second = request(pooled)  # answered recently, but its socket speaks
+
+    assert second != first
+    assert pooled.checks >= 2

@@ -180,7 +180,7 @@ def test_request_started_is_sent_in_the_first_hop_before_admission(
     token: str, taken: list[str], monkeypatch: pytest.MonkeyPatch
 ):
     seen: list[tuple[str, int]] = []
-    admit = aviews.admit
+    admit = aviews.admit  # type: ignore[attr-defined]
 
     def started(**kwargs: Any) -> None:
         seen.append(("started", threading.get_ident()))

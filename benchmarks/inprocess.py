@@ -205,8 +205,12 @@ def _plain_orm() -> None:
     def insert(self: Any, obj: Any, using: str = DEFAULT_DB_ALIAS) -> None:
         obj.save(using=using, force_insert=True)
 
+    def insert_values(self: Any, values: Any, using: str = DEFAULT_DB_ALIAS) -> None:
+        self._model(**values).save(using=using, force_insert=True)
+
     compiled.CompiledSelect.first = first  # type: ignore[method-assign]
     compiled.CompiledInsert.insert = insert  # type: ignore[method-assign]
+    compiled.CompiledInsert.insert_values = insert_values  # type: ignore[method-assign]
 
 
 def _jsonschema_only() -> None:

@@ -248,7 +248,6 @@ def instrument(parts: Parts) -> None:
     import demo.basic
     from mcp_gateway import backends, compiled, credentials, principals, tokens
     from mcp_gateway.audit import log
-    from mcp_gateway.audit.models import ToolCall
     from mcp_gateway.dispatch import calls, cancellation, core, era, sdk
     from mcp_gateway.endpoint import (
         access,
@@ -362,9 +361,10 @@ def instrument(parts: Parts) -> None:
     # The audit row.
     p(log, "record_call", "audit: record_call (its own code)")
     p(observe, "call_done", "audit: observe.call_done")
-    p(ToolCall, "__init__", "audit: ToolCall()")
+    p(log, "call_row", "audit: call_row (the row's values)")
     p(log, "_insert", "audit: _insert, CompiledInsert")
     p(compiled.CompiledInsert, "insert", "audit: _insert, CompiledInsert")
+    p(compiled.CompiledInsert, "insert_values", "audit: _insert, CompiledInsert")
     p(CursorWrapper, "execute", "DB: Django cursor wrapper")
     p(DatabaseWrapper, "cursor", "DB: Django cursor wrapper")
     p(psycopg.Cursor, "execute", "DB: psycopg execute (client CPU)")

@@ -10,7 +10,8 @@ ordinary querysets, compiled once per database alias, and then only run:
   objects and annotations included) the way Django's own iterator does, with
   the same value converters;
 - :class:`CompiledInsert` compiles a single-row INSERT and prepares each
-  row's values with the fields' own ``pre_save`` and ``get_db_prep_save``.
+  row's values with the fields' own ``pre_save`` and ``get_db_prep_save``,
+  from a model instance or, cheaper still, from the values alone.
 
 Both go through the connection's cursor, so execute wrappers, query logging
 and ``assertNumQueries`` see every statement as usual.
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import Field, Model, QuerySet
+from django.db.models import CharField, DateField, DateTimeField, Field, Model, QuerySet
 from django.db.models.query import get_related_populators
 from django.db.models.sql import InsertQuery
 
@@ -163,13 +164,12 @@ class CompiledInsert(Generic[M]):
             if not (f.primary_key and getattr(f, "db_returning", False))
         )
         self._plans: dict[str, tuple[str, Any]] = {}
+        self._columns = tuple((f, f.attname, _kept_type(f)) for f in self._fields)
+        self._computed = [f.name for f, _, kept in self._columns if kept is None]
 
     def insert(self, obj: M, using: str = DEFAULT_DB_ALIAS) -> None:
         """Write ``obj`` as a new row; its primary key stays unset."""
-        plan = self._plans.get(using)
-        if plan is None:
-            plan = self._plans.setdefault(using, self._plan(obj, using))
-        sql, compiler = plan
+        sql, compiler = self._plan_for(obj, using)
         params = [
             compiler.prepare_value(field, compiler.pre_save_val(field, obj))
             for field in self._fields
@@ -177,9 +177,64 @@ class CompiledInsert(Generic[M]):
         with connections[using].cursor() as cursor:
             cursor.execute(sql, params)
 
+    def insert_values(
+        self, values: Mapping[str, Any], using: str = DEFAULT_DB_ALIAS
+    ) -> None:
+        """Write the row :meth:`insert` writes of ``model(**values)``, without
+        the instance: building one (its ``__init__``, its signals) costs
+        more than preparing the values. ``values`` are keyed by attname
+        (``tenant_id``); a field left out takes its default, as in
+        ``__init__``.
+
+        Raises:
+            TypeError: a field computes its value when saved (``auto_now``,
+                a file), which only an instance can give it.
+        """
+        if self._computed:
+            raise TypeError(f"Fields computed when saved: {self._computed}")
+        sql, compiler = self._plans.get(using) or self._plan_for(
+            self._model(**values), using
+        )
+        params = []
+        for field, name, kept in self._columns:
+            value = values[name] if name in values else field.get_default()
+            if type(value) is not kept:
+                value = compiler.prepare_value(field, value)
+            params.append(value)
+        with connections[using].cursor() as cursor:
+            cursor.execute(sql, params)
+
+    def _plan_for(self, obj: M, using: str) -> tuple[str, Any]:
+        plan = self._plans.get(using)
+        if plan is None:
+            plan = self._plans.setdefault(using, self._plan(obj, using))
+        return plan
+
     def _plan(self, obj: M, using: str) -> tuple[str, Any]:
         query = InsertQuery(self._model)
         query.insert_values(self._fields, [obj])
         compiler = query.get_compiler(using=using)
         [(sql, _)] = compiler.as_sql()
         return sql + self._suffixes.get(connections[using].vendor, ""), compiler
+
+
+class _Prepared:
+    """The type of no value: every value of the field is prepared."""
+
+
+_KEPT_PRE_SAVES = {Field.pre_save, DateField.pre_save, DateTimeField.pre_save}
+
+
+def _kept_type(field: Field[Any, Any]) -> type | None:
+    """The type of value the field's preparation returns unchanged on every
+    database, or ``None`` when its ``pre_save`` computes the value.
+
+    A ``CharField``'s ``get_db_prep_save`` returns a ``str`` as it is (its
+    ``to_python``); other fields' (dates, JSON, integers on PostgreSQL)
+    convert, so their values always go through it.
+    """
+    if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
+        return None
+    if type(field).pre_save not in _KEPT_PRE_SAVES:
+        return None
+    return str if type(field) is CharField else _Prepared

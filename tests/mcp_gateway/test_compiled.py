@@ -16,6 +16,8 @@ from django.db import connection
 from django.db.models import Exists, OuterRef
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from django.utils.safestring import mark_safe
+from django.utils.translation import gettext_lazy
 
 from mcp_gateway import tokens
 from mcp_gateway.audit.models import ToolCall
@@ -133,3 +135,75 @@ def test_an_insert_leaves_the_instance_unsaved(tenant):
 
     assert call.pk is None
     assert ToolCall.objects.get().created_at is not None  # its default applied
+
+
+def _executed(run) -> list[tuple[str, str]]:
+    """Each statement ``run`` executes, with its parameters as they reach the
+    driver (their ``repr``: the adapter types, ``Int4``, ``Jsonb``, too)."""
+    seen: list[tuple[str, str]] = []
+
+    def wrapper(execute, sql, params, many, context):
+        seen.append((sql, repr(params)))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(wrapper):
+        run()
+    return seen
+
+
+ROW_VALUES = [
+    {},
+    {"tool_name": "démo_écho 🙂", "user": "", "arguments": None},
+    {"tool_name": "x" * 200, "duration_ms": 2**31 - 1, "chain_seq": 2**40},
+    {"arguments": {"n": [1, 2.5, None, True, 10**30], "s": "é\u2028"}},
+    {"arguments": ["a", {"b": {}}], "error_code": "-32602"},
+    {"arguments": "[unstorable]", "tenant_id": None},
+    # Values a CharField converts, and a str subclass: prepared as before.
+    {"tool_name": 7, "user": gettext_lazy("lazy"), "outcome": mark_safe("ok")},
+]
+
+
+@pytest.mark.parametrize("extra", ROW_VALUES, ids=range(len(ROW_VALUES)))
+@pytest.mark.parametrize("suffixed", [False, True])
+def test_an_insert_of_values_sends_what_the_insert_of_the_instance_sends(
+    tenant, extra, suffixed
+):
+    suffixes = {connection.vendor: " RETURNING 1"} if suffixed else None
+    values = {
+        "tenant_id": tenant.pk,
+        "tenant_slug": tenant.slug,
+        "outcome": "ok",
+        "created_at": timezone.now() - timedelta(minutes=5),
+        **extra,
+    }
+    by_instance = CompiledInsert(ToolCall, suffixes)
+    by_values = CompiledInsert(ToolCall, suffixes)
+
+    sent = _executed(lambda: by_instance.insert(ToolCall(**values)))
+    assert _executed(lambda: by_values.insert_values(values)) == sent
+    assert _executed(lambda: by_values.insert_values(values)) == sent  # planned
+    rows = list(ToolCall.objects.order_by("pk").values())
+    assert len(rows) == 3
+    assert [{**row, "id": None} for row in rows[1:]] == [{**rows[0], "id": None}] * 2
+
+
+def test_an_insert_of_values_gives_the_fields_left_out_their_defaults(tenant):
+    before = timezone.now()
+
+    CompiledInsert(ToolCall).insert_values(
+        {"tenant_id": tenant.pk, "tenant_slug": tenant.slug, "outcome": "ok"}
+    )
+
+    row = ToolCall.objects.get()
+    assert row.created_at >= before
+    assert (row.duration_ms, row.chain_seq, row.chain_hash, row.user) == (
+        0,
+        None,
+        "",
+        "",
+    )
+
+
+def test_an_insert_of_values_refuses_a_field_computed_when_saved():
+    with pytest.raises(TypeError, match="created_at"):
+        CompiledInsert(ApiToken).insert_values({})

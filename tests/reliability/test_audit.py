@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.db import DataError, IntegrityError, connection
 from django.test import Client
 from django.utils import timezone
 
@@ -235,3 +236,93 @@ def test_a_busy_answer_is_audited_busy_whatever_made_it():
 
     assert callrecord.outcome_of(True, busy) == "busy"
     assert "busy" in Outcome.values
+
+
+def _row_as_a_model_had_it(
+    record: callrecord.CallRecord, tenant: Tenant, principal: Principal, when: Any
+) -> ToolCall:
+    """The ``ToolCall`` a call's row was once built as, on every call: what
+    ``audit.call_row`` must keep giving the INSERT, value for value."""
+    assert record.outcome is not None
+    user, token_prefix = audit.actor_of(principal)
+    return ToolCall(
+        tenant=tenant,
+        tenant_slug=tenant.slug,
+        user=user,
+        token_prefix=token_prefix,
+        tool_name=record.tool_name,
+        engine_id=callrecord.storable(record.engine_id)[:200],
+        engine_version=callrecord.storable(record.engine_version)[:64],
+        outcome=record.outcome,
+        duration_ms=min(record.duration_ms, 2**31 - 1),
+        request_id=record.request_id,
+        protocol_version=record.protocol_version,
+        arguments=audit.storable_json(record.arguments),
+        error_code=record.error_code,
+        created_at=when,
+    )
+
+
+def _hostile_record(case: int) -> tuple[callrecord.CallRecord, Principal]:
+    record = callrecord.CallRecord()
+    odd = "nul\u0000 \ud800 é 🙂 " * 30
+    record.begin([odd] if case else 7, {"name": odd}, odd if case else "2025-11-25")
+    record.engine_id = odd
+    record.engine_version = odd if case else ""
+    arguments: list[dict[str, Any] | None] = [
+        {"nul\u0000key": "nul\u0000value"},
+        {"big": 2**200, "text": "\ud83d\ude00 \u2028"},
+        {"x": math.inf},
+        None,
+    ]
+    record.arguments = arguments[case % len(arguments)]
+    record.started -= 10**8 if case == 3 else 0  # a duration past 2**31 ms
+    record.finish(callrecord.TOOL_ERROR if case else callrecord.OK, odd if case else "")
+    user = odd if case else None
+    token = "mcpgw_0123456789abcdef" if case else None  # a stored prefix, cut
+    return record, Principal(tenant="acme", user=user, token=token)
+
+
+def _insert_as_a_model_had_it(call: ToolCall) -> None:
+    """The INSERT of ``call``, then the one without what was refused."""
+    inserter = audit._inserter(connection.alias)
+    try:
+        inserter.insert(call)
+    except (DataError, IntegrityError):
+        call.tenant = None
+        call.arguments = None if call.arguments is None else audit.UNSTORABLE
+        inserter.insert(call)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("case", range(5))
+def test_a_calls_insert_sends_what_the_model_of_its_row_would(
+    tenant, case, monkeypatch, caplog
+):
+    record, principal = _hostile_record(case)
+    if case == 4:  # deleted during the call: its key refused
+        Tenant.objects.filter(pk=tenant.pk).delete()
+    when = timezone.now()
+    monkeypatch.setattr(timezone, "now", lambda: when)
+    model = _row_as_a_model_had_it(record, tenant, principal, when)
+    by_record: list[tuple[str, str]] = []
+    by_model: list[tuple[str, str]] = []
+
+    def into(sent: list[tuple[str, str]]) -> Any:
+        def wrapper(execute, sql, params, many, context):
+            sent.append((sql, repr(params)))
+            return execute(sql, params, many, context)
+
+        return connection.execute_wrapper(wrapper)
+
+    with into(by_record):
+        audit.record_call(record, tenant, principal)
+    with into(by_model):
+        _insert_as_a_model_had_it(model)
+
+    assert by_record == by_model
+    assert len(by_record) in (1, 2)  # a refused row: its second INSERT
+    refused = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert refused == [f"Audit row of {model} refused; stored without it"] * (
+        len(by_record) - 1
+    )

@@ -122,6 +122,18 @@ ROWS = {
             env=(("MCP_ASGI_FAST_PATH", "false"),),
             db_query=None,
         ),
+        # The README's gunicorn deployment with the WSGI fast path off: the
+        # mount through the site's handler and its whole middleware chain.
+        Row(
+            "gateway-gunicorn-chain",
+            "gunicorn",
+            "config.wsgi:application",
+            "config.settings",
+            family="gateway",
+            uses_db=True,
+            env=(("MCP_WSGI_FAST_PATH", "false"),),
+            db_query=None,
+        ),
         Row(
             "ceiling",
             "gunicorn",

@@ -51,6 +51,9 @@ class GatewaySettings:
     """Under ASGI, serve the MCP mount without Django's middleware chain
     (``mcp_gateway.endpoint.fastpath``: which middleware it replays, skips,
     or stands aside for)."""
+    WSGI_FAST_PATH: bool = True
+    """Under WSGI, serve the MCP mount with the middleware the ASGI fast path
+    replays and without those it skips (``mcp_gateway.endpoint.wsgifast``)."""
     SSE_KEEPALIVE_SECONDS: float = 15.0
     MAX_LISTENERS_PER_TENANT: int = 100
     """Open change streams (GET / ``subscriptions/listen``) per tenant and process."""

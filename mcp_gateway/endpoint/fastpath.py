@@ -260,19 +260,33 @@ async def _send_response(
     await handler.send_response(response, send)
 
 
-def _plan(configured: Sequence[str]) -> Sequence[Any] | None:
-    """Instances of the replayed middleware, or ``None`` if any is unknown."""
-    plan = []
+def replayed(configured: Sequence[str], server: str) -> Sequence[str] | None:
+    """The middleware of ``configured`` the mount still runs, in order, or
+    ``None`` if any is unknown (logged once per setting: the mount then goes
+    through Django's handler and the whole chain under that ``server``)."""
+    kept = []
     for dotted in configured:
         if dotted in SKIPPED:
             continue
         if dotted not in REPLAYED:
             logger.info(
                 "MIDDLEWARE has %s: the MCP mount is served through Django's "
-                "handler and the whole middleware chain (no ASGI fast path).",
+                "handler and the whole middleware chain (no %s fast path).",
                 dotted,
+                server,
             )
             return None
+        kept.append(dotted)
+    return tuple(kept)
+
+
+def _plan(configured: Sequence[str]) -> Sequence[Any] | None:
+    """Instances of the replayed middleware, or ``None`` if any is unknown."""
+    kept = replayed(configured, "ASGI")
+    if kept is None:
+        return None
+    plan = []
+    for dotted in kept:
         middleware = import_string(dotted)(_never)
         plan.append(
             (

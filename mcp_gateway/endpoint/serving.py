@@ -25,11 +25,18 @@ from mcp_gateway.observability.observe import observed
 
 _ASYNC_VIEWS: set[object] = set()
 """The async views of every endpoint pattern (the ASGI fast path's test)."""
+_SYNC_VIEWS: set[object] = set()
+"""The sync views of every endpoint pattern (the WSGI fast path's test)."""
 
 
 def is_async_endpoint(callback: object) -> bool:
     """Whether ``callback`` is the endpoint's async view (a resolved match's)."""
     return callback in _ASYNC_VIEWS
+
+
+def is_sync_endpoint(callback: object) -> bool:
+    """Whether ``callback`` is the endpoint's sync view (a resolved match's)."""
+    return callback in _SYNC_VIEWS
 
 
 def uses_async_endpoint() -> bool:
@@ -50,6 +57,7 @@ class EndpointPattern(URLPattern):
     def __init__(self, route: str, name: str) -> None:
         sync = path(route, observed(endpoint), name=name)
         super().__init__(sync.pattern, sync.callback, name=name)
+        _SYNC_VIEWS.add(sync.callback)
         self.async_pattern = path(route, observed(aendpoint), name=name)
         _ASYNC_VIEWS.add(self.async_pattern.callback)
 

@@ -32,7 +32,7 @@ from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from asgiref.sync import ThreadSensitiveContext
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.core import signals
 
 IDLE_KEPT = 32
@@ -115,20 +115,23 @@ class RequestThreads:
 class _Started:
     """A ``request_started`` owed to the request, sent once."""
 
-    __slots__ = ("scope", "sender", "sent")
+    __slots__ = ("_lock", "scope", "sender", "sent")
 
     def __init__(self, sender: type, scope: dict[str, Any]) -> None:
         self.sender, self.scope, self.sent = sender, scope, False
+        self._lock = threading.Lock()
 
     def send(self) -> None:
-        if not self.sent:
-            self.sent = True
+        with self._lock:
+            owed, self.sent = not self.sent, True
+        if owed:
             signals.request_started.send(sender=self.sender, scope=self.scope)
 
     async def asend(self) -> None:
+        """What is still owed, sent in the request's thread: queued behind a
+        hop still running there (a cancelled admission), never beside it."""
         if not self.sent:
-            self.sent = True
-            await signals.request_started.asend(sender=self.sender, scope=self.scope)
+            await sync_to_async(self.send)()
 
 
 _owed: ContextVar[_Started | None] = ContextVar("mcp_request_started", default=None)

@@ -66,6 +66,8 @@ class DatabaseWrapper(base.DatabaseWrapper):
             self.answered_at = time.monotonic()
             if self.pool is not None:  # about to go back to the pool
                 _pooled_answered[self.connection] = self.answered_at
+        elif self.errors_occurred and self.connection is not None:
+            _pooled_answered.pop(self.connection, None)  # checked when taken
         self.queried = False
         super().close_if_unusable_or_obsolete()
 

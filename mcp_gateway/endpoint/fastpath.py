@@ -50,13 +50,13 @@ from django.core.exceptions import RequestAborted
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.core.handlers.exception import response_for_exception
 from django.http import HttpRequest, HttpResponseBase
-from django.urls import Resolver404, get_resolver, set_script_prefix, set_urlconf
+from django.urls import set_script_prefix, set_urlconf
 from django.urls.resolvers import ResolverMatch
 from django.utils.log import log_response
 from django.utils.module_loading import import_string
 
 from mcp_gateway.conf import gateway_settings
-from mcp_gateway.endpoint.serving import is_async_endpoint
+from mcp_gateway.endpoint.serving import endpoint_match, is_async_endpoint
 from mcp_gateway.endpoint.threads import defer_request_started
 
 logger = logging.getLogger("mcp_gateway")
@@ -114,11 +114,8 @@ class FastPath:
         prefix = get_script_prefix(scope)
         path = scope["path"]
         path_info = path.removeprefix(prefix) if prefix else path
-        try:
-            match = get_resolver().resolve(path_info)
-        except Resolver404:
-            return None
-        if not is_async_endpoint(match.func):
+        match = endpoint_match(path_info)
+        if match is None or not is_async_endpoint(match.func):
             return None
         return match, plan
 

@@ -14,8 +14,12 @@ uvicorn.
 from __future__ import annotations
 
 import asyncio
+import re
+import weakref
 
-from django.urls import URLPattern, path
+from django.urls import URLPattern, URLResolver, get_resolver, path
+from django.urls.converters import DEFAULT_CONVERTERS, get_converters
+from django.urls.exceptions import Resolver404
 from django.urls.resolvers import ResolverMatch
 
 from mcp_gateway.conf import gateway_settings
@@ -37,6 +41,56 @@ def is_async_endpoint(callback: object) -> bool:
 def is_sync_endpoint(callback: object) -> bool:
     """Whether ``callback`` is the endpoint's sync view (a resolved match's)."""
     return callback in _SYNC_VIEWS
+
+
+KEPT_MATCHES = 1024
+"""How many paths' endpoint matches a URLconf keeps (then it starts over)."""
+
+_matches: weakref.WeakKeyDictionary[
+    URLResolver, dict[tuple[str, bool], ResolverMatch]
+] = weakref.WeakKeyDictionary()
+_CONVERTER = re.compile(r"<(?:(?P<name>[^>:]+):)?[^>]+>")
+
+
+def endpoint_match(path_info: str) -> ResolverMatch | None:
+    """The site URLconf's match of ``path_info`` (``resolve()``'s) if it is
+    an endpoint view, else ``None``.
+
+    Resolving walks the URLconf's patterns on every request; the fast paths
+    ask for the mount's path on each one, so an endpoint match is kept per
+    URLconf (a new URLconf, or ``clear_url_caches()``, starts afresh), path
+    and kind of view, when every converter in its route is Django's own
+    (a pure function of the path; a site's converter may look things up).
+    """
+    resolver = get_resolver()
+    kept = _matches.get(resolver)
+    if kept is None:
+        kept = _matches.setdefault(resolver, {})
+    key = (path_info, uses_async_endpoint())
+    match = kept.get(key)
+    if match is not None:
+        return match
+    try:
+        match = resolver.resolve(path_info)
+    except Resolver404:
+        return None
+    if match.func not in _SYNC_VIEWS and match.func not in _ASYNC_VIEWS:
+        return None
+    if _pure(match.route):
+        if len(kept) >= KEPT_MATCHES:
+            kept.clear()
+        kept[key] = match
+    return match
+
+
+def _pure(route: str) -> bool:
+    """Whether every converter of ``route`` is Django's own."""
+    converters = get_converters()
+    for found in _CONVERTER.finditer(route):
+        name = found.group("name") or "str"
+        if DEFAULT_CONVERTERS.get(name) is not converters.get(name):
+            return False
+    return True
 
 
 def uses_async_endpoint() -> bool:

@@ -26,14 +26,13 @@ from django.conf import settings
 from django.core.handlers.exception import convert_exception_to_response
 from django.core.handlers.wsgi import WSGIHandler, get_path_info
 from django.http import HttpRequest
-from django.urls import Resolver404, get_resolver
 from django.urls.resolvers import ResolverMatch
 from django.utils.module_loading import import_string
 
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.endpoint.fastpath import replayed
 from mcp_gateway.endpoint.framing import is_mount
-from mcp_gateway.endpoint.serving import is_sync_endpoint
+from mcp_gateway.endpoint.serving import endpoint_match, is_sync_endpoint
 
 MATCH = "mcp_gateway.match"
 """The environ key of the endpoint's match, resolved once per request."""
@@ -92,11 +91,8 @@ class MountPath:
         handler = self._current()
         if handler is None:
             return None
-        try:
-            match = get_resolver().resolve(path_info)
-        except Resolver404:
-            return None
-        if not is_sync_endpoint(match.func):
+        match = endpoint_match(path_info)
+        if match is None or not is_sync_endpoint(match.func):
             return None
         environ[MATCH] = match
         return handler

@@ -56,6 +56,25 @@ def _gateway(
     )
 
 
+def _readme(name: str, server: str, *, off: str | None = None) -> Row:
+    """The README's deployment under ``server``: a DATABASE_URL without
+    options, every MCP_GATEWAY setting at its default but the env var
+    ``off`` (a fast path's) set to false."""
+    app = (
+        "config.wsgi:application" if server == "gunicorn" else "config.asgi:application"
+    )
+    return Row(
+        name,
+        server,
+        app,
+        "config.settings",
+        family="gateway",
+        uses_db=True,
+        env=() if off is None else ((off, "false"),),
+        db_query=None,
+    )
+
+
 def _mcpz(name: str, *, auth: bool) -> Row:
     return Row(
         name,
@@ -75,15 +94,7 @@ ROWS = {
         # The README's deployment as it stands: `gunicorn config.wsgi`, a
         # DATABASE_URL without options, every MCP_GATEWAY setting at its
         # default (audit log on, AUDIT_DURABILITY "async", API tokens).
-        Row(
-            "gateway-gunicorn-readme",
-            "gunicorn",
-            "config.wsgi:application",
-            "config.settings",
-            family="gateway",
-            uses_db=True,
-            db_query=None,
-        ),
+        _readme("gateway-gunicorn-readme", "gunicorn"),
         _gateway(
             "gateway-gunicorn", "gunicorn", "config.wsgi:application", audit=False
         ),
@@ -101,39 +112,13 @@ ROWS = {
         # The README's other deployment: `uvicorn config.asgi:application`, a
         # DATABASE_URL without options (psycopg's pool, the ASGI default),
         # every MCP_GATEWAY setting at its default.
-        Row(
-            "gateway-uvicorn-readme",
-            "uvicorn",
-            "config.asgi:application",
-            "config.settings",
-            family="gateway",
-            uses_db=True,
-            db_query=None,
-        ),
+        _readme("gateway-uvicorn-readme", "uvicorn"),
         # The same with the ASGI fast path off: the mount through Django's
         # handler and the whole middleware chain, as before the fast path.
-        Row(
-            "gateway-uvicorn-chain",
-            "uvicorn",
-            "config.asgi:application",
-            "config.settings",
-            family="gateway",
-            uses_db=True,
-            env=(("MCP_ASGI_FAST_PATH", "false"),),
-            db_query=None,
-        ),
+        _readme("gateway-uvicorn-chain", "uvicorn", off="MCP_ASGI_FAST_PATH"),
         # The README's gunicorn deployment with the WSGI fast path off: the
         # mount through the site's handler and its whole middleware chain.
-        Row(
-            "gateway-gunicorn-chain",
-            "gunicorn",
-            "config.wsgi:application",
-            "config.settings",
-            family="gateway",
-            uses_db=True,
-            env=(("MCP_WSGI_FAST_PATH", "false"),),
-            db_query=None,
-        ),
+        _readme("gateway-gunicorn-chain", "gunicorn", off="MCP_WSGI_FAST_PATH"),
         Row(
             "ceiling",
             "gunicorn",

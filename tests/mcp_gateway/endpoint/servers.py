@@ -20,6 +20,7 @@ from django.urls import include, path
 
 from mcp_gateway import asgi, wsgi
 from mcp_gateway.endpoint import aviews, fastpath, views, wsgifast
+from mcp_gateway.endpoint.threads import RequestThreads
 
 BODY = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
 seen_by_middleware: list[str] = []
@@ -109,6 +110,15 @@ def asgi_post(token: str | None, **where: str) -> Response:
     asyncio.run(run())
     headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in start["headers"]]
     return start["status"], headers, b"".join(body)
+
+
+async def until_idle(threads: RequestThreads, count: int) -> None:
+    """Wait (10 s at most) until ``count`` threads are back from requests."""
+    for _ in range(10_000):
+        if threads.idle >= count:
+            return
+        await asyncio.sleep(0.001)
+    raise AssertionError(f"{threads.idle} idle threads, not {count}")
 
 
 def asgi_taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:

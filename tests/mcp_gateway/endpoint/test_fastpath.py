@@ -1,18 +1,29 @@
 """The ASGI fast path: what only it does (the request's hops to its thread,
-``request_started`` in the first of them). What both servers' fast paths
-keep of the chain is tested in test_mount_fast_paths.py."""
+``request_started`` in the first of them, a client leaving mid-request).
+What both servers' fast paths keep of the chain is tested in
+test_mount_fast_paths.py."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 from django.core import signals
+from django.core.handlers.asgi import ASGIHandler
 
+from mcp_gateway.asgi import BoundaryGuard
 from mcp_gateway.endpoint import aviews
-from tests.mcp_gateway.endpoint.servers import asgi_post, asgi_taken
+from tests.mcp_gateway.endpoint.servers import (
+    BODY,
+    asgi_post,
+    asgi_scope,
+    asgi_taken,
+    until_idle,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)  # requests use their threads
 
@@ -21,6 +32,25 @@ pytestmark = pytest.mark.django_db(transaction=True)  # requests use their threa
 def taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The paths the fast path served."""
     return asgi_taken(monkeypatch)
+
+
+SERVING = {
+    "ASGIHandler.listen_for_disconnect",
+    "FastPath.serve.<locals>.process_request",
+}
+"""The tasks the fast path serves a request in: the disconnect's, the view's."""
+
+
+async def _until_cancelled() -> None:
+    """Wait (10 s at most) until the fast path's tasks are done: the
+    disconnect read, the view cancelled."""
+    for _ in range(10_000):
+        tasks = asyncio.all_tasks()
+        names = {getattr(task.get_coro(), "__qualname__", "") for task in tasks}
+        if not names & SERVING:
+            return
+        await asyncio.sleep(0.001)
+    raise AssertionError(f"still running: {names & SERVING}")
 
 
 def test_request_started_is_sent_in_the_first_hop_before_admission(
@@ -67,3 +97,70 @@ def test_a_request_hops_to_its_thread_twice(
     assert taken == ["/t/acme/mcp"]
     assert status == 200
     assert hops.count("mcp-request") == 2
+
+
+def test_a_post_whose_client_leaves_during_admission_sends_each_signal_once(
+    token: str, taken: list[str], monkeypatch: pytest.MonkeyPatch
+):
+    """The view is cancelled while its admission runs in the request's
+    thread: ``request_finished`` waits for the admission there, and the
+    thread goes back only once both are done."""
+    admitting, release = threading.Event(), threading.Event()
+    seen: list[tuple[str, int]] = []
+    admit = aviews.admit  # type: ignore[attr-defined]
+
+    def blocking(*args: Any) -> Any:
+        admitting.set()
+        release.wait(10)
+        try:
+            return admit(*args)
+        finally:
+            seen.append(("admitted", threading.get_ident()))
+
+    def started(**kwargs: Any) -> None:
+        seen.append(("started", threading.get_ident()))
+
+    def finished(**kwargs: Any) -> None:
+        seen.append(("finished", threading.get_ident()))
+
+    guard = BoundaryGuard(ASGIHandler())
+    sent: list[Mapping[str, Any]] = []
+
+    async def leave_during_admission() -> tuple[list[str], int]:
+        loop = asyncio.get_running_loop()
+        body = {"type": "http.request", "body": BODY, "more_body": False}
+        messages = iter([body])
+
+        async def receive() -> Mapping[str, Any]:
+            if (message := next(messages, None)) is not None:
+                return message
+            await loop.run_in_executor(None, admitting.wait, 10)
+            return {"type": "http.disconnect"}
+
+        async def send(message: Mapping[str, Any]) -> None:
+            sent.append(message)  # pragma: no cover - the client left
+
+        serving = asyncio.ensure_future(guard(asgi_scope(token), receive, send))
+        await loop.run_in_executor(None, admitting.wait, 10)
+        await _until_cancelled()
+        while_busy = ([what for what, _ in seen], guard.threads.idle)
+        release.set()
+        await serving
+        await until_idle(guard.threads, 1)
+        return while_busy
+
+    monkeypatch.setattr(aviews, "admit", blocking)
+    signals.request_started.connect(started)
+    signals.request_finished.connect(finished)
+    try:
+        seen_while_busy, idle_while_busy = asyncio.run(leave_during_admission())
+    finally:
+        signals.request_started.disconnect(started)
+        signals.request_finished.disconnect(finished)
+
+    assert taken == ["/t/acme/mcp"]
+    assert seen_while_busy == ["started"]
+    assert idle_while_busy == 0
+    assert [what for what, _ in seen] == ["started", "admitted", "finished"]
+    assert len({thread for _, thread in seen}) == 1
+    assert sent == []

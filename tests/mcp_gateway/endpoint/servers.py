@@ -82,32 +82,32 @@ def asgi_scope(
 def asgi_post(token: str | None, **where: str) -> Response:
     """POST a ``tools/list`` through a fresh guard around Django's handler."""
     guard = asgi.BoundaryGuard(ASGIHandler())
-    scope = asgi_scope(token, **where)
+    return asyncio.run(asgi_request(guard, asgi_scope(token, **where)))
+
+
+async def asgi_request(guard: asgi.BoundaryGuard, scope: dict[str, Any]) -> Response:
+    """The guard's answer to ``scope``'s POST, in the calling task."""
     start: dict[str, Any] = {}
     body: list[bytes] = []
+    never = asyncio.get_running_loop().create_future()
+    sent = False
 
-    async def run() -> None:
-        never = asyncio.get_running_loop().create_future()
-        sent = False
+    async def receive() -> Mapping[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": BODY, "more_body": False}
+        await never
+        return {"type": "http.disconnect"}  # pragma: no cover
 
-        async def receive() -> Mapping[str, Any]:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": BODY, "more_body": False}
-            await never
-            return {"type": "http.disconnect"}  # pragma: no cover
+    async def send(message: Mapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            start.update(message)
+        else:
+            body.append(message.get("body", b""))
 
-        async def send(message: Mapping[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                start.update(message)
-            else:
-                body.append(message.get("body", b""))
-
-        await guard(scope, receive, send)
-        never.cancel()
-
-    asyncio.run(run())
+    await guard(scope, receive, send)
+    never.cancel()
     headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in start["headers"]]
     return start["status"], headers, b"".join(body)
 

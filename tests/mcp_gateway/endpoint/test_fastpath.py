@@ -16,10 +16,11 @@ from django.core import signals
 from django.core.handlers.asgi import ASGIHandler
 
 from mcp_gateway.asgi import BoundaryGuard
-from mcp_gateway.endpoint import aviews
+from mcp_gateway.endpoint import aviews, threads
 from tests.mcp_gateway.endpoint.servers import (
     BODY,
     asgi_post,
+    asgi_request,
     asgi_scope,
     asgi_taken,
     until_idle,
@@ -164,3 +165,24 @@ def test_a_post_whose_client_leaves_during_admission_sends_each_signal_once(
     assert [what for what, _ in seen] == ["started", "admitted", "finished"]
     assert len({thread for _, thread in seen}) == 1
     assert sent == []
+
+
+def test_a_request_leaves_nothing_owed_to_the_next_in_its_context(
+    token: str, taken: list[str]
+):
+    """A server may serve a connection's requests one after the other in
+    one task: a later request there must not see the ``request_started`` an
+    earlier one owed (nor keep that request's scope alive)."""
+    guard = BoundaryGuard(ASGIHandler())
+
+    async def one_after_the_other() -> list[tuple[int, object]]:
+        answers: list[tuple[int, object]] = []
+        for _ in range(2):
+            status, _, _ = await asgi_request(guard, asgi_scope(token))
+            answers.append((status, threads._owed.get()))
+        return answers
+
+    answers = asyncio.run(one_after_the_other())
+
+    assert taken == ["/t/acme/mcp", "/t/acme/mcp"]
+    assert answers == [(200, None), (200, None)]

@@ -57,16 +57,34 @@ async def _until_cancelled() -> None:
 def test_request_started_is_sent_in_the_first_hop_before_admission(
     token: str, taken: list[str], monkeypatch: pytest.MonkeyPatch
 ):
-    seen: list[tuple[str, int]] = []
+    """Not in a hop of its own before the view: in the admission's, the
+    request's first hop to its thread."""
+    seen: list[tuple[str, int, int]] = []
+    hop = threading.local()
+    hops: list[int] = []
+    submit = ThreadPoolExecutor.submit
     admit = aviews.admit  # type: ignore[attr-defined]
 
+    def numbered(self: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        if self._thread_name_prefix != "mcp-request":
+            return submit(self, fn, *args, **kwargs)
+        number = len(hops)
+        hops.append(number)
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            hop.number = number
+            return fn(*args, **kwargs)
+
+        return submit(self, run, *args, **kwargs)
+
     def started(**kwargs: Any) -> None:
-        seen.append(("started", threading.get_ident()))
+        seen.append(("started", hop.number, threading.get_ident()))
 
     def admitting(*args: Any) -> Any:
-        seen.append(("admit", threading.get_ident()))
+        seen.append(("admit", hop.number, threading.get_ident()))
         return admit(*args)
 
+    monkeypatch.setattr(ThreadPoolExecutor, "submit", numbered)
     monkeypatch.setattr(aviews, "admit", admitting)
     signals.request_started.connect(started)
     try:
@@ -74,9 +92,13 @@ def test_request_started_is_sent_in_the_first_hop_before_admission(
     finally:
         signals.request_started.disconnect(started)
 
+    assert taken == ["/t/acme/mcp"]
     assert status == 200
-    assert [what for what, _ in seen] == ["started", "admit"]
-    assert seen[0][1] == seen[1][1] != threading.get_ident()
+    assert [(what, number) for what, number, _ in seen] == [
+        ("started", 0),
+        ("admit", 0),
+    ]
+    assert seen[0][2] == seen[1][2] != threading.get_ident()
 
 
 def test_a_request_hops_to_its_thread_twice(

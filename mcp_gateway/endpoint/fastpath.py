@@ -145,24 +145,26 @@ class FastPath:
         # A POST's request_started is sent by the view's first hop (its
         # admission, in the request's thread), not in a hop of its own; if
         # the view makes none, it is sent once the view is done.
-        started = defer_request_started(handler.__class__, scope)
-        if scope["method"] != "POST":  # a stream's admission runs elsewhere
-            await started.asend()
-
-        async def process_request() -> HttpResponseBase:
-            try:
-                response = await self._respond(request, match, plan)
-            finally:
+        # The tasks take what is owed with the context they copy; the next
+        # request in this context owes nothing.
+        with defer_request_started(handler.__class__, scope) as started:
+            if scope["method"] != "POST":  # a stream's admission runs elsewhere
                 await started.asend()
-            # The client went away while the answer was sent: nothing to do.
-            with contextlib.suppress(asyncio.CancelledError):
-                await _send_response(handler, response, send)
-            return response
 
-        tasks = [
-            asyncio.create_task(handler.listen_for_disconnect(receive)),
-            asyncio.create_task(process_request()),
-        ]
+            async def process_request() -> HttpResponseBase:
+                try:
+                    response = await self._respond(request, match, plan)
+                finally:
+                    await started.asend()
+                # The client went away while the answer was sent: nothing to do.
+                with contextlib.suppress(asyncio.CancelledError):
+                    await _send_response(handler, response, send)
+                return response
+
+            tasks = [
+                asyncio.create_task(handler.listen_for_disconnect(receive)),
+                asyncio.create_task(process_request()),
+            ]
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for task in tasks:
             if task.done():

@@ -26,9 +26,9 @@ first hop rather than in a hop of its own (:func:`defer_request_started`,
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -137,13 +137,19 @@ class _Started:
 _owed: ContextVar[_Started | None] = ContextVar("mcp_request_started", default=None)
 
 
-def defer_request_started(sender: type, scope: dict[str, Any]) -> _Started:
+@contextmanager
+def defer_request_started(sender: type, scope: dict[str, Any]) -> Iterator[_Started]:
     """Owe this request's ``request_started`` to its first hop (the tasks
-    created after this see it); the caller sends what is still owed at the
-    end (``asend``), so the signal is sent once in any case."""
+    created in the block see it); the caller sends what is still owed at the
+    end (``asend``), so the signal is sent once in any case. Once the block
+    is left, nothing is owed: a later request in the same context (a server
+    may serve a connection's requests in one task) sees none of it."""
     owed = _Started(sender, scope)
-    _owed.set(owed)
-    return owed
+    token = _owed.set(owed)
+    try:
+        yield owed
+    finally:
+        _owed.reset(token)
 
 
 def send_request_started() -> None:

@@ -12,19 +12,11 @@ from asgiref.sync import sync_to_async
 
 from mcp_gateway.asgi import BoundaryGuard
 from mcp_gateway.endpoint.threads import RequestThreads
+from tests.mcp_gateway.endpoint.servers import until_idle
 
 
 async def _thread() -> int:
     return await sync_to_async(threading.get_ident)()
-
-
-async def _until_idle(threads: RequestThreads, count: int) -> None:
-    """Wait (10 s at most) until ``count`` threads are back from requests."""
-    for _ in range(10_000):
-        if threads.idle >= count:
-            return
-        await asyncio.sleep(0.001)
-    raise AssertionError(f"{threads.idle} idle threads, not {count}")
 
 
 def test_a_request_runs_its_hops_in_one_thread_and_the_next_reuses_it():
@@ -35,7 +27,7 @@ def test_a_request_runs_its_hops_in_one_thread_and_the_next_reuses_it():
         for _ in range(2):
             async with threads.request():
                 seen.append([await _thread(), await _thread()])
-            await _until_idle(threads, 1)
+            await until_idle(threads, 1)
         return seen
 
     first, second = asyncio.run(two_requests())
@@ -89,7 +81,7 @@ def test_a_thread_still_busy_for_a_cancelled_request_serves_no_other():
         async with threads.request():
             ident = await _thread()  # answered while the first thread blocks
         release.set()
-        await _until_idle(threads, 2)  # the first thread, once it is done
+        await until_idle(threads, 2)  # the first thread, once it is done
         return ident
 
     ident = asyncio.run(cancelled_then_next())
@@ -130,7 +122,7 @@ def test_the_guard_serves_requests_in_kept_threads():
 
     async def twice() -> tuple[bytes, bytes]:
         first = await get()
-        await _until_idle(guard.threads, 1)
+        await until_idle(guard.threads, 1)
         return first, await get()
 
     first, second = asyncio.run(twice())

@@ -41,37 +41,35 @@ class Row:
     db_query: str | None = "conn_max_age=600"
 
 
-def _gateway(
-    name: str, server: str, app: str, *, audit: bool, durability: str = "async"
-) -> Row:
+def _gateway(name: str, server: str, *, audit: bool, durability: str = "async") -> Row:
+    """The gateway with the audit log as given, persistent connections."""
     audit_calls = ("MCP_AUDIT_CALLS", "true" if audit else "false")
-    return Row(
-        name,
-        server,
-        app,
-        "config.settings",
-        family="gateway",
-        uses_db=True,
-        env=(audit_calls, ("MCP_AUDIT_DURABILITY", durability)),
-    )
+    return _row(name, server, (audit_calls, ("MCP_AUDIT_DURABILITY", durability)))
 
 
 def _readme(name: str, server: str, *, off: str | None = None) -> Row:
     """The README's deployment under ``server``: a DATABASE_URL without
     options, every MCP_GATEWAY setting at its default but the env var
     ``off`` (a fast path's) set to false."""
-    app = (
-        "config.wsgi:application" if server == "gunicorn" else "config.asgi:application"
-    )
+    return _row(name, server, () if off is None else ((off, "false"),), None)
+
+
+def _row(
+    name: str,
+    server: str,
+    env: tuple[tuple[str, str], ...],
+    db_query: str | None = "conn_max_age=600",
+) -> Row:
+    app = {"gunicorn": "config.wsgi:application", "uvicorn": "config.asgi:application"}
     return Row(
         name,
         server,
-        app,
+        app[server],
         "config.settings",
         family="gateway",
         uses_db=True,
-        env=() if off is None else ((off, "false"),),
-        db_query=None,
+        env=env,
+        db_query=db_query,
     )
 
 
@@ -95,20 +93,15 @@ ROWS = {
         # DATABASE_URL without options, every MCP_GATEWAY setting at its
         # default (audit log on, AUDIT_DURABILITY "async", API tokens).
         _readme("gateway-gunicorn-readme", "gunicorn"),
-        _gateway(
-            "gateway-gunicorn", "gunicorn", "config.wsgi:application", audit=False
-        ),
-        _gateway(
-            "gateway-gunicorn-audit", "gunicorn", "config.wsgi:application", audit=True
-        ),
+        _gateway("gateway-gunicorn", "gunicorn", audit=False),
+        _gateway("gateway-gunicorn-audit", "gunicorn", audit=True),
         _gateway(
             "gateway-gunicorn-audit-durable",
             "gunicorn",
-            "config.wsgi:application",
             audit=True,
             durability="durable",
         ),
-        _gateway("gateway-uvicorn", "uvicorn", "config.asgi:application", audit=False),
+        _gateway("gateway-uvicorn", "uvicorn", audit=False),
         # The README's other deployment: `uvicorn config.asgi:application`, a
         # DATABASE_URL without options (psycopg's pool, the ASGI default),
         # every MCP_GATEWAY setting at its default.

@@ -17,10 +17,12 @@ import asyncio
 import re
 import weakref
 
+from django.conf import settings
 from django.urls import URLPattern, URLResolver, get_resolver, path
 from django.urls.converters import DEFAULT_CONVERTERS, get_converters
 from django.urls.exceptions import Resolver404
 from django.urls.resolvers import ResolverMatch
+from django.utils.translation import get_language
 
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.endpoint.aviews import aendpoint
@@ -44,10 +46,13 @@ def is_sync_endpoint(callback: object) -> bool:
 
 
 KEPT_MATCHES = 1024
-"""How many paths' endpoint matches a URLconf keeps (then it starts over)."""
+"""How many endpoint matches a URLconf keeps (then it starts over)."""
+KEPT_PATH_LENGTH = 256
+"""The longest path whose match is kept: a tenant's slug is at most 64
+characters, and a client chooses the path before it is authenticated."""
 
 _matches: weakref.WeakKeyDictionary[
-    URLResolver, dict[tuple[str, bool], ResolverMatch]
+    URLResolver, dict[tuple[str, bool, str | None], ResolverMatch]
 ] = weakref.WeakKeyDictionary()
 _CONVERTER = re.compile(r"<(?:(?P<name>[^>:]+):)?[^>]+>")
 
@@ -58,15 +63,21 @@ def endpoint_match(path_info: str) -> ResolverMatch | None:
 
     Resolving walks the URLconf's patterns on every request; the fast paths
     ask for the mount's path on each one, so an endpoint match is kept per
-    URLconf (a new URLconf, or ``clear_url_caches()``, starts afresh), path
-    and kind of view, when every converter in its route is Django's own
-    (a pure function of the path; a site's converter may look things up).
+    URLconf (a new URLconf, or ``clear_url_caches()``, starts afresh), path,
+    kind of view and active language (``i18n_patterns`` and translated
+    routes resolve by it), when every converter in its route is Django's
+    own (a site's converter may look things up) and the path is at most
+    :data:`KEPT_PATH_LENGTH` long. The match is shared by the requests of
+    its path: the views get its ``kwargs`` unpacked, and none of the
+    middleware the fast paths replay has a ``process_view`` that could
+    change them.
     """
     resolver = get_resolver()
     kept = _matches.get(resolver)
     if kept is None:
         kept = _matches.setdefault(resolver, {})
-    key = (path_info, uses_async_endpoint())
+    language = get_language() if settings.USE_I18N else None
+    key = (path_info, uses_async_endpoint(), language)
     match = kept.get(key)
     if match is not None:
         return match
@@ -76,7 +87,7 @@ def endpoint_match(path_info: str) -> ResolverMatch | None:
         return None
     if match.func not in _SYNC_VIEWS and match.func not in _ASYNC_VIEWS:
         return None
-    if _pure(match.route):
+    if len(path_info) <= KEPT_PATH_LENGTH and _pure(match.route):
         if len(kept) >= KEPT_MATCHES:
             kept.clear()
         kept[key] = match

@@ -93,14 +93,34 @@ def test_recording_token_use_is_the_one_extra_write(
         rpc(client, issued_token.secret, *LIST)
 
 
-def test_with_the_principal_cache_off_a_warm_list_costs_the_token_query(
-    client, used_token, django_assert_num_queries, settings
+@pytest.mark.parametrize(
+    ("method", "params", "audit", "queries"),
+    [(*LIST, True, 1), (*CALL, False, 1), (*CALL, True, 2)],
+    ids=["list-the-token", "call-the-token", "call-the-token-and-its-audit-insert"],
+)
+def test_with_the_principal_cache_off_a_warm_request_costs_the_token_query(
+    client,
+    used_token,
+    django_assert_num_queries,
+    settings,
+    method,
+    params,
+    audit,
+    queries,
 ):
-    settings.MCP_GATEWAY = {**settings.MCP_GATEWAY, "PRINCIPAL_CACHE_SECONDS": 0}
-    rpc(client, used_token, *LIST)
+    settings.MCP_GATEWAY = {
+        **settings.MCP_GATEWAY,
+        "PRINCIPAL_CACHE_SECONDS": 0,
+        "AUDIT_CALLS": audit,
+    }
+    rpc(client, used_token, method, params)
 
-    with django_assert_num_queries(1):
-        rpc(client, used_token, *LIST)
+    with django_assert_num_queries(queries) as captured:
+        rpc(client, used_token, method, params)
+
+    assert "mcp_gateway_apitoken" in captured.captured_queries[0]["sql"]
+    if queries == 2:
+        assert captured.captured_queries[1]["sql"].startswith("INSERT")
 
 
 def test_with_the_audit_log_off_a_warm_call_asks_nothing(

@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from django.conf.urls.i18n import i18n_patterns
 from django.core.handlers.asgi import ASGIHandler
 from django.urls import (
     URLResolver,
@@ -16,10 +17,12 @@ from django.urls import (
     register_converter,
     resolve,
 )
+from django.utils import translation
+from django.utils.module_loading import import_string
 
 from mcp_gateway.endpoint import serving
 from mcp_gateway.endpoint.aviews import aendpoint
-from mcp_gateway.endpoint.fastpath import FastPath
+from mcp_gateway.endpoint.fastpath import REPLAYED, FastPath
 from mcp_gateway.endpoint.views import endpoint
 from mcp_gateway.endpoint.wsgifast import MountPath
 
@@ -87,8 +90,12 @@ class TenantCode:
 
 register_converter(TenantCode, "mcpgw_test_code")
 
-# A site that mounts the gateway under a converter of its own.
-urlpatterns = [path("x/<mcpgw_test_code:site>/", include("mcp_gateway.urls"))]
+# A site that mounts the gateway under a converter of its own, and under a
+# language prefix.
+urlpatterns = [
+    path("x/<mcpgw_test_code:site>/", include("mcp_gateway.urls")),
+    *i18n_patterns(path("lang/", include("mcp_gateway.urls"))),
+]
 
 
 @pytest.fixture(autouse=True)
@@ -179,9 +186,40 @@ def test_the_kept_matches_start_over_past_their_bound(
     for each in paths:
         serving.endpoint_match(each)
 
-    assert len(serving._matches[get_resolver()]) <= 2
+    assert len(serving._matches[get_resolver()]) == 1  # the third, afresh
+    serving.endpoint_match("/t/three/mcp")
     serving.endpoint_match("/t/one/mcp")
     assert resolved == [*paths, "/t/one/mcp"]
+
+
+def test_a_long_path_is_resolved_but_not_kept(resolved: list[str]):
+    long = "/t/" + "a" * serving.KEPT_PATH_LENGTH + "/mcp"
+
+    assert serving.endpoint_match(long) is not None
+    assert serving.endpoint_match(long) is not None
+    assert resolved == [long, long]
+
+
+def test_the_active_language_is_part_of_what_is_kept(settings: Any):
+    settings.ROOT_URLCONF = __name__
+    settings.LANGUAGES = [("en", "English"), ("de", "German")]
+
+    with translation.override("en"):
+        english = serving.endpoint_match("/en/lang/acme/mcp")
+    with translation.override("de"):
+        stale = serving.endpoint_match("/en/lang/acme/mcp")
+        german = serving.endpoint_match("/de/lang/acme/mcp")
+
+    assert english is not None
+    assert stale is None
+    assert german is not None
+
+
+def test_no_replayed_middleware_could_change_a_shared_match():
+    """The kept match's ``kwargs`` go to every ``process_view`` unpacked
+    only by the view: none of the fast paths' middleware may have one."""
+    for dotted in REPLAYED:
+        assert not hasattr(import_string(dotted), "process_view"), dotted
 
 
 def test_both_fast_paths_resolve_a_mount_once(resolved: list[str]):

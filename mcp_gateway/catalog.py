@@ -18,17 +18,19 @@ service (one event, one catalog version bump).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 import mcp_types as types
-from django.db import DatabaseError
+from django.db import DatabaseError, connections
 from django.dispatch import Signal
 
 from engines_app.errors import InvalidEngineError
@@ -160,9 +162,7 @@ def _note_drift(tenant: Tenant, catalog: Catalog) -> None:
     """Record, once per process, the exposures found newly drifted; log the
     held exposures of every tenant when this process builds its first
     catalog (system checks do not run under gunicorn or uvicorn)."""
-    if not _started.is_set():
-        _started.set()
-        log_held()
+    _log_held_once()
     if not catalog.drifted:
         return
     new = [
@@ -191,15 +191,54 @@ def _note_drift(tenant: Tenant, catalog: Catalog) -> None:
         _drift_seen.update(new)
 
 
+def log_held_at_start() -> None:
+    """Log the held exposures as the process starts (the WSGI and ASGI
+    guards call this), so that its first request does not: the query reads
+    every tenant's exposures, a million rows at 10,000 tenants of 100. A
+    database not reachable (or not migrated) yet defers it to the first
+    catalog build. Under a running event loop (uvicorn imports the
+    application inside it) it runs in a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        _log_held_once()
+        return
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        thread.submit(_log_held_in_thread).result()
+
+
+def _log_held_in_thread() -> None:
+    try:
+        _log_held_once()
+    finally:
+        connections.close_all()  # this thread's own
+
+
+def _log_held_once() -> None:
+    """:func:`log_held` once per process; again later if the database failed."""
+    if _started.is_set():
+        return
+    _started.set()
+    try:
+        log_held()
+    except DatabaseError:
+        _started.clear()
+        logger.info("Held exposures will be logged at the next catalog build.")
+
+
 def log_held(registry: EngineRegistry | None = None) -> int:
     """Log each exposure whose definition changed since its approval, as a
-    warning; returns how many there are. One query."""
+    warning; returns how many there are. One query, its rows read in chunks
+    and unsorted (only the held ones are kept, and sorted)."""
     registry = default_registry if registry is None else registry
     prints = {engine.id: _fingerprint(engine) for engine in registry}
-    rows = Exposure.objects.filter(engine_id__in=list(prints)).values_list(
-        "tenant__slug", "engine_id", "fingerprint"
+    rows = (
+        Exposure.objects.filter(engine_id__in=list(prints))
+        .order_by()
+        .values_list("tenant__slug", "engine_id", "fingerprint")
+        .iterator(chunk_size=2000)
     )
-    drifted = [(slug, e) for slug, e, fp in rows if prints[e] not in (None, fp)]
+    drifted = sorted((slug, e) for slug, e, fp in rows if prints[e] not in (None, fp))
     verb = "held until staff approve it" if _holds() else "served as changed"
     for slug, engine_id in drifted:
         logger.warning(

@@ -52,6 +52,9 @@ class BoundaryGuard:
 
             self.fast = FastPath(app)
         store.startup_check()  # wrong secret keys: refuse to start
+        from mcp_gateway.catalog import log_held_at_start  # needs the apps
+
+        log_held_at_start()  # not in the first request
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

@@ -33,6 +33,9 @@ class BoundaryGuard:
 
             self.mount = MountPath()
         store.startup_check()  # wrong secret keys: refuse to start
+        from mcp_gateway.catalog import log_held_at_start  # needs the apps
+
+        log_held_at_start()  # not in the first request
 
     def __call__(
         self, environ: dict[str, Any], start_response: StartResponse

@@ -8,20 +8,27 @@ engine code does. Driven over HTTP with the test client, in the dated era
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.core.handlers.asgi import ASGIHandler
+from django.core.handlers.wsgi import WSGIHandler
+from django.db import OperationalError
 from django.test import Client
 from rest_framework.test import APIClient
 
 from engines_app.registry import default_registry
 from mcp_gateway import bookkeeping, catalog
+from mcp_gateway.asgi import BoundaryGuard as ASGIGuard
 from mcp_gateway.audit.models import ExposureEvent, ToolCall
 from mcp_gateway.catalog import catalog_for, clear_cache
 from mcp_gateway.models import Exposure, Tenant
+from mcp_gateway.wsgi import BoundaryGuard as WSGIGuard
 from tests.engines import Drifting
 
 MODERN = "2026-07-28"
@@ -207,6 +214,110 @@ def test_a_process_logs_held_exposures_when_it_builds_its_first_catalog(
         "Tenant acme: engine 'test.drifting' changed since it was approved; "
         "held until staff approve it (python manage.py mcp_approve acme "
         "test.drifting)."
+    ]
+
+
+HELD_LINE = (
+    "Tenant acme: engine 'test.drifting' changed since it was approved; "
+    "held until staff approve it (python manage.py mcp_approve acme "
+    "test.drifting)."
+)
+
+
+@pytest.mark.parametrize("server", ["wsgi", "asgi"])
+def test_the_guard_logs_held_exposures_as_the_process_starts(
+    exposed, settings, caplog, monkeypatch, server
+):
+    """Not in the first request: reading every tenant's exposures there
+    would cost the first caller a million rows at 10,000 tenants."""
+    drift(settings)
+    catalog._started.clear()
+    again: list[object] = []
+    try:
+        with caplog.at_level(logging.WARNING, logger="mcp_gateway"):
+            if server == "wsgi":
+                WSGIGuard(WSGIHandler())
+            else:
+                ASGIGuard(ASGIHandler())
+        monkeypatch.setattr(catalog, "log_held", lambda *a: again.append(a))
+        built = catalog_for(Tenant.objects.get(pk=exposed.pk))
+    finally:
+        catalog._started.set()
+
+    logged = [r.getMessage() for r in caplog.records if "mcp_approve" in r.getMessage()]
+    assert logged == [HELD_LINE]
+    assert again == []  # the first build read no other tenant's exposures
+    assert built.held
+
+
+@pytest.mark.django_db(transaction=True)  # read from another thread
+def test_under_a_running_loop_the_guard_logs_from_a_thread_of_its_own(
+    exposed, settings, caplog
+):
+    drift(settings)
+    catalog._started.clear()
+    threads: list[str] = []
+    original = catalog.log_held
+
+    def recorded(*args: Any) -> int:
+        threads.append(threading.current_thread().name)
+        return original(*args)
+
+    async def started() -> None:
+        ASGIGuard(ASGIHandler())
+
+    try:
+        catalog.log_held = recorded  # type: ignore[assignment]
+        with caplog.at_level(logging.WARNING, logger="mcp_gateway"):
+            asyncio.run(started())
+    finally:
+        catalog.log_held = original
+        catalog._started.set()
+
+    logged = [r.getMessage() for r in caplog.records if "mcp_approve" in r.getMessage()]
+    assert logged == [HELD_LINE]
+    assert len(threads) == 1
+    assert threads[0] != threading.current_thread().name
+
+
+def test_a_database_not_there_at_start_defers_the_log_to_the_first_build(
+    exposed, settings, caplog, monkeypatch
+):
+    drift(settings)
+    catalog._started.clear()
+    original = catalog.log_held
+
+    def unreachable(*args: Any) -> int:
+        raise OperationalError("the database is starting")
+
+    try:
+        monkeypatch.setattr(catalog, "log_held", unreachable)
+        WSGIGuard(WSGIHandler())
+        monkeypatch.setattr(catalog, "log_held", original)
+        with caplog.at_level(logging.WARNING, logger="mcp_gateway"):
+            catalog_for(Tenant.objects.get(pk=exposed.pk))
+    finally:
+        catalog._started.set()
+
+    logged = [r.getMessage() for r in caplog.records if "mcp_approve" in r.getMessage()]
+    assert logged == [HELD_LINE]
+
+
+def test_held_exposures_are_logged_sorted_and_only_they(tenant, settings, caplog):
+    """Other tenants' unchanged exposures are read and dropped."""
+    second = Tenant.objects.create(slug="aaa", name="First by slug")
+    bookkeeping.expose_many(tenant, ["test.drifting", "demo.echo"])
+    bookkeeping.expose_many(second, ["test.drifting", "demo.echo"])
+    drift(settings)
+
+    with caplog.at_level(logging.WARNING, logger="mcp_gateway"):
+        held = catalog.log_held()
+
+    logged = [r.getMessage().split(";")[0] for r in caplog.records]
+    assert held == 2
+    assert logged == [
+        "Tenant aaa: engine 'test.drifting' changed since it was approved",
+        "Tenant acme: engine 'test.drifting' changed since it was approved",
     ]
 
 

@@ -18,7 +18,6 @@ service (one event, one catalog version bump).
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 import threading
@@ -30,7 +29,7 @@ from types import MappingProxyType
 from typing import Any
 
 import mcp_types as types
-from django.db import DatabaseError, connections
+from django.db import DatabaseError, connections, router, transaction
 from django.dispatch import Signal
 
 from engines_app.errors import InvalidEngineError
@@ -194,36 +193,38 @@ def _note_drift(tenant: Tenant, catalog: Catalog) -> None:
 def log_held_at_start() -> None:
     """Log the held exposures as the process starts (the WSGI and ASGI
     guards call this), so that its first request does not: the query reads
-    every tenant's exposures, a million rows at 10,000 tenants of 100. A
+    every tenant's exposures, a million rows at 10,000 tenants of 100. It
+    runs in a thread of its own whose connections are closed after it, so
+    no connection is left open in the caller (a server may fork after this,
+    ``gunicorn --preload``) and none is made on a running event loop. A
     database not reachable (or not migrated) yet defers it to the first
-    catalog build. Under a running event loop (uvicorn imports the
-    application inside it) it runs in a thread of its own."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        _log_held_once()
-        return
+    catalog build."""
     with ThreadPoolExecutor(max_workers=1) as thread:
         thread.submit(_log_held_in_thread).result()
 
 
 def _log_held_in_thread() -> None:
     try:
-        _log_held_once()
+        _log_held_once(retry=True)
     finally:
         connections.close_all()  # this thread's own
 
 
-def _log_held_once() -> None:
-    """:func:`log_held` once per process; again later if the database failed."""
+def _log_held_once(*, retry: bool = False) -> None:
+    """:func:`log_held` once per process. Failing at the start (``retry``)
+    leaves it to the first catalog build; failing there, it is not tried
+    again (each build would pay the whole read)."""
     if _started.is_set():
         return
     _started.set()
     try:
         log_held()
     except DatabaseError:
-        _started.clear()
-        logger.info("Held exposures will be logged at the next catalog build.")
+        if retry:
+            _started.clear()
+            logger.info("Held exposures will be logged at the first catalog build.")
+        else:
+            logger.exception("Could not read the held exposures to log them")
 
 
 def log_held(registry: EngineRegistry | None = None) -> int:
@@ -232,13 +233,21 @@ def log_held(registry: EngineRegistry | None = None) -> int:
     and unsorted (only the held ones are kept, and sorted)."""
     registry = default_registry if registry is None else registry
     prints = {engine.id: _fingerprint(engine) for engine in registry}
-    rows = (
-        Exposure.objects.filter(engine_id__in=list(prints))
-        .order_by()
-        .values_list("tenant__slug", "engine_id", "fingerprint")
-        .iterator(chunk_size=2000)
-    )
-    drifted = sorted((slug, e) for slug, e, fp in rows if prints[e] not in (None, fp))
+    alias = router.db_for_read(Exposure)
+    # In a transaction of its own (a savepoint inside a request's): the
+    # chunked read's cursor is not held past it (a pooler in transaction
+    # mode), and a failure leaves the caller's transaction usable.
+    with transaction.atomic(using=alias):
+        rows = (
+            Exposure.objects.using(alias)
+            .filter(engine_id__in=list(prints))
+            .order_by()
+            .values_list("tenant__slug", "engine_id", "fingerprint")
+            .iterator(chunk_size=2000)
+        )
+        drifted = sorted(
+            (slug, e) for slug, e, fp in rows if prints[e] not in (None, fp)
+        )
     verb = "held until staff approve it" if _holds() else "served as changed"
     for slug, engine_id in drifted:
         logger.warning(

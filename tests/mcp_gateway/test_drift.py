@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from django.core.handlers.asgi import ASGIHandler
 from django.core.handlers.wsgi import WSGIHandler
-from django.db import OperationalError
+from django.db import OperationalError, connection
 from django.test import Client
 from rest_framework.test import APIClient
 
@@ -224,6 +224,7 @@ HELD_LINE = (
 )
 
 
+@pytest.mark.django_db(transaction=True)  # read from the guard's thread
 @pytest.mark.parametrize("server", ["wsgi", "asgi"])
 def test_the_guard_logs_held_exposures_as_the_process_starts(
     exposed, settings, caplog, monkeypatch, server
@@ -278,6 +279,44 @@ def test_under_a_running_loop_the_guard_logs_from_a_thread_of_its_own(
     assert logged == [HELD_LINE]
     assert len(threads) == 1
     assert threads[0] != threading.current_thread().name
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_guard_leaves_no_connection_open_for_a_fork(exposed, settings):
+    """``gunicorn --preload`` forks workers after the guard is made: a
+    connection it left open would be shared by all of them."""
+    drift(settings)
+    catalog._started.clear()
+    connection.close()
+    try:
+        WSGIGuard(WSGIHandler())
+    finally:
+        catalog._started.set()
+
+    assert connection.connection is None
+
+
+def test_a_failure_at_the_first_build_is_not_tried_again(
+    exposed, settings, monkeypatch
+):
+    """Each build would pay the whole read again."""
+    drift(settings)
+    catalog._started.clear()
+    tried: list[object] = []
+
+    def unreachable(*args: Any) -> int:
+        tried.append(args)
+        raise OperationalError("statement timeout")
+
+    monkeypatch.setattr(catalog, "log_held", unreachable)
+    try:
+        catalog_for(Tenant.objects.get(pk=exposed.pk))
+        clear_cache()
+        catalog_for(Tenant.objects.get(pk=exposed.pk))
+    finally:
+        catalog._started.set()
+
+    assert len(tried) == 1
 
 
 def test_a_database_not_there_at_start_defers_the_log_to_the_first_build(

@@ -26,8 +26,9 @@ socket), one request at a time, each variant in its own child process:
 Each child reports the process's CPU time per call (every thread), the
 wall time, how many ``sync_to_async`` calls a request makes, and, for the
 gateway, the CPU spent inside admission (authentication, the boundary
-checks, the catalog; in its thread), the audit INSERT (in its thread) and
-``ahandle`` (dispatch and the engine, on the loop). The best round counts.
+checks, the catalog), dispatch and the engine (``answer_here``) and the
+audit INSERT, all three in the request's first hop to its thread (a
+``blocking = False`` engine). The best round counts.
 """
 
 from __future__ import annotations
@@ -189,7 +190,7 @@ def child(variant: str, calls: int, rounds: int, token: str | None) -> dict[str,
         for name, module, attr, mode in (
             ("admission", aviews, "_admit_and_scope", "sync"),
             ("audit INSERT", log, "record_call", "sync"),
-            ("ahandle (loop)", aviews, "ahandle", "async"),
+            ("dispatch and engine (first hop)", aviews, "answer_here", "sync"),
         ):
             meter = meters[name] = Meter()
             function = getattr(module, attr)

@@ -19,6 +19,11 @@ Every request takes the same steps, each implemented once:
 cache is the only I/O); :func:`handle` (sync code, WSGI) and :func:`ahandle`
 (async code, ASGI) only run what it chose: the engine (in the pool, or
 awaited) or ``serve_one`` (on this thread's loop, or awaited).
+
+Under ASGI the request's thread may answer at once what never waits
+(:func:`answer_here`: a sync engine declared ``blocking = False``, a kept
+``tools/list`` answer), in the hop that admitted the request; the rest is
+:class:`Later`, for the loop (:func:`arest`).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from django.db import DatabaseError
 from mcp.shared.exceptions import MCPError
 
 from engines_app.context import EngineContext
+from engines_app.engine import is_async_engine
 from mcp_gateway import jsonrpc
 from mcp_gateway.catalog import Catalog, CatalogEntry
 from mcp_gateway.conf import gateway_settings
@@ -183,6 +189,10 @@ async def ahandle(
     step = prepare(message, scope, through_sdk=through_sdk)
     if isinstance(step, Outcome):
         return step
+    return await _arun(step, scope)
+
+
+async def _arun(step: Step, scope: CallScope) -> Outcome:
     if step.call is not None:
         call = step.call
         wire = (step.route.version, step.request_id)
@@ -202,6 +212,61 @@ async def ahandle(
     if listed is not None:
         return listed
     return _remember(step, scope, await _by_sdk(step, scope))
+
+
+@dataclass(frozen=True)
+class Later:
+    """A request :func:`answer_here` prepared but left to the loop."""
+
+    step: Step
+    asked: Any = None
+    """The question a sync engine asked in its first run, to ask on the
+    call's stream before it runs on (``adapter.Deferred``)."""
+
+
+def answer_here(message: dict[str, Any], scope: CallScope) -> Outcome | Later:
+    """:func:`ahandle`'s answer, from an async server's request thread
+    (sync code), when it needs no waiting: the steps before any waiting, a
+    sync engine declared ``blocking = False`` (as :func:`ahandle` runs it on
+    the loop, inline), a kept ``tools/list`` answer. Anything else (an
+    engine that waits or is async, the SDK's answer, an engine's question
+    on a 2025 stream) is :class:`Later`: :func:`arest` runs it on.
+
+    Raises:
+        DatabaseError: the database failed during admission.
+    """
+    step = prepare(message, scope)
+    if isinstance(step, Outcome):
+        return step
+    call = step.call
+    if call is None:
+        listed = _listed(step, scope)
+        return Later(step) if listed is None else listed
+    if is_async_engine(call.entry.engine) or deadlines.blocks(call.entry.engine):
+        return Later(step)
+    wire = (step.route.version, step.request_id)
+    try:
+        result = calls.run(
+            scope,
+            call.entry,
+            call.arguments,
+            call.context,
+            wire=wire,
+            ask=_ask_sync(step, scope),
+        )
+    except MCPError as exc:
+        return _refused(step, exc)
+    except adapter.Deferred as deferred:
+        return Later(step, deferred.asked)
+    return _called(step, result)
+
+
+async def arest(later: Later, scope: CallScope) -> Outcome:
+    """Answer what :func:`answer_here` left to the loop."""
+    step = later.step
+    if later.asked is not None and step.call is not None:
+        return await _asking(step, scope, step.call, later.asked)
+    return await _arun(step, scope)
 
 
 def _refuse(step: Step) -> adapter.Ask | None:

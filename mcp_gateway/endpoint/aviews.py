@@ -5,6 +5,13 @@ sync view's own (``admission.admit``), run in the request's thread-sensitive
 thread as one ``sync_to_async`` call, as are the catalog read and sync
 engines; nothing here touches the ORM on the event loop.
 
+That first hop also answers what needs no waiting (``answer_here``: a sync
+engine declared ``blocking = False``, a kept ``tools/list`` answer) and
+writes its audit row, so a warm request makes one hop: under the fast path
+the response is finished there too (``threads.finished_here``). An engine
+that waits or is async, the SDK's answers, a question and a stream of
+notifications are the loop's, as below.
+
 A ``tools/call`` whose client accepts ``text/event-stream`` runs as a task
 whose engine reports progress and log lines into a :class:`Channel`. If the
 call finishes before anything was reported, the answer is plain JSON with
@@ -39,39 +46,105 @@ from mcp_gateway import jsonrpc
 from mcp_gateway.audit import log as audit
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.dispatch.asking import Asker
-from mcp_gateway.dispatch.core import ahandle, prepare
+from mcp_gateway.dispatch.core import Later, ahandle, answer_here, arest, prepare
 from mcp_gateway.dispatch.scope import CallScope, Outcome
 from mcp_gateway.endpoint import boundary, listen, sse
 from mcp_gateway.endpoint.admission import admit, call_scope
 from mcp_gateway.endpoint.streaming import Channel
-from mcp_gateway.endpoint.threads import send_request_started
+from mcp_gateway.endpoint.threads import finished_here, send_request_started
 from mcp_gateway.endpoint.views import response_of
 
 logger = logging.getLogger("mcp_gateway")
-
-Admitted = tuple[CallScope, jsonrpc.Message]
 
 
 @csrf_exempt  # bearer tokens only: no cookie ever authenticates this view
 async def aendpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
     if listen.wants_stream(request):
         return await listen.standalone(request, slug)
+    loop = asyncio.get_running_loop()
+    admitted = await sync_to_async(_first_hop)(request, slug, loop)
+    if isinstance(admitted, HttpResponseBase):
+        return admitted
+    return await _rest(request, admitted)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Admitted:
+    """A request its first hop admitted, for the loop to answer."""
+
+    scope: CallScope
+    message: jsonrpc.Message
+    later: Later | None = None
+    """What the loop runs on; None for ``subscriptions/listen``."""
+    channel: Channel | None = None
+    """The call's notifications (a ``tools/call`` whose client takes SSE)."""
+    outcome: Outcome | None = None
+    """The answer, when the hop made it but it has notifications to stream."""
+
+
+def _first_hop(
+    request: HttpRequest, slug: str, loop: asyncio.AbstractEventLoop
+) -> HttpResponseBase | _Admitted:
+    """In the request's thread: admission, and the answer itself when it
+    needs no waiting (``dispatch.core.answer_here``), its audit row
+    written; the fast path then finishes the response in this hop too."""
+    send_request_started()  # the fast path's, in this first hop
+    request.get_host()  # DisallowedHost -> 400 before anything else
     try:
-        admitted = await sync_to_async(_admit_and_scope)(request, slug)
+        admitted = _admit_and_scope(request, slug)
     except DatabaseError:
         logger.exception("Database unavailable while serving tenant %r", slug)
         return boundary.unavailable()
     if isinstance(admitted, HttpResponse):
-        return admitted
+        return finished_here(admitted)
     scope, message = admitted
     if message.payload["method"] == listen.LISTEN:
-        return await _listen(request, scope, message)
+        return _Admitted(scope, message)
+    channel = None
     if _streamable(request, message):
-        return await _answer_streaming(scope, message)
+        channel = Channel(message.payload.get("params"), scope.headers, loop)
+        scope = _streaming_scope(scope, channel)
     try:
-        return response_of(await audited(ahandle(message.payload, scope), scope))
+        answer = _answered_here(message, scope)
     except DatabaseError:
         logger.exception("Database unavailable while serving tenant %r", slug)
+        return finished_here(boundary.unavailable(message.id))
+    if isinstance(answer, Later):
+        return _Admitted(scope, message, answer, channel)
+    if channel is not None and channel.used:
+        return _Admitted(scope, message, channel=channel, outcome=answer)
+    return finished_here(response_of(answer))
+
+
+def _answered_here(message: jsonrpc.Message, scope: CallScope) -> Outcome | Later:
+    """``answer_here``, with the call's audit row once it is answered (also
+    when answering failed), as :func:`audited` writes it on the loop."""
+    try:
+        answer = answer_here(message.payload, scope)
+    except BaseException:
+        if scope.record is not None:
+            audit.record_call(scope.record, scope.tenant, scope.principal)
+        raise
+    if isinstance(answer, Outcome) and scope.record is not None:
+        audit.record_call(scope.record, scope.tenant, scope.principal)
+    return answer
+
+
+async def _rest(request: HttpRequest, admitted: _Admitted) -> HttpResponseBase:
+    """On the loop: what the first hop left (an engine that waits, the SDK's
+    answer, a question to ask, a stream of notifications)."""
+    scope, message = admitted.scope, admitted.message
+    if admitted.later is None and admitted.outcome is None:
+        return await _listen(request, scope, message)
+    if admitted.channel is not None:
+        return await _answer_streaming(scope, message, admitted)
+    assert admitted.later is not None  # noqa: S101 - an outcome has a channel
+    try:
+        return response_of(await audited(arest(admitted.later, scope), scope))
+    except DatabaseError:
+        logger.exception(
+            "Database unavailable while serving tenant %r", scope.tenant.slug
+        )
         return boundary.unavailable(message.id)
 
 
@@ -98,9 +171,9 @@ async def _listen(
     )
 
 
-def _admit_and_scope(request: HttpRequest, slug: str) -> Admitted | HttpResponse:
-    send_request_started()  # the fast path's, in this first hop
-    request.get_host()  # DisallowedHost -> 400 before anything else
+def _admit_and_scope(
+    request: HttpRequest, slug: str
+) -> tuple[CallScope, jsonrpc.Message] | HttpResponse:
     admitted = admit(request, slug)
     if isinstance(admitted, HttpResponse):
         return admitted
@@ -121,11 +194,9 @@ def _streamable(request: HttpRequest, message: jsonrpc.Message) -> bool:
     )
 
 
-async def _answer_streaming(
-    scope: CallScope, message: jsonrpc.Message
-) -> HttpResponseBase:
-    channel = Channel(message.payload.get("params"), scope.headers)
-    scope = CallScope(
+def _streaming_scope(scope: CallScope, channel: Channel) -> CallScope:
+    """The call's scope with its stream: notifications, and questions."""
+    return CallScope(
         scope.tenant,
         scope.catalog,
         scope.principal,
@@ -135,7 +206,19 @@ async def _answer_streaming(
         record=scope.record,
         elicit=Asker(scope.tenant.pk, scope.principal, channel.request).ask,
     )
-    call = asyncio.ensure_future(audited(ahandle(message.payload, scope), scope))
+
+
+async def _answer_streaming(
+    scope: CallScope, message: jsonrpc.Message, admitted: _Admitted
+) -> HttpResponseBase:
+    channel = admitted.channel
+    assert channel is not None  # noqa: S101 - the caller's test
+    call: asyncio.Future[Outcome]
+    if admitted.later is None:  # answered in the first hop, with notifications
+        call = asyncio.get_running_loop().create_future()
+        call.set_result(admitted.outcome)  # type: ignore[arg-type]
+    else:
+        call = asyncio.ensure_future(audited(arest(admitted.later, scope), scope))
     call.add_done_callback(channel.wake)
     try:
         await channel.wait(_keepalive_seconds())

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
@@ -57,7 +58,11 @@ from django.utils.module_loading import import_string
 
 from mcp_gateway.conf import gateway_settings
 from mcp_gateway.endpoint.serving import endpoint_match, is_async_endpoint
-from mcp_gateway.endpoint.threads import defer_request_started
+from mcp_gateway.endpoint.threads import (
+    Finisher,
+    defer_request_started,
+    finish_in_hop,
+)
 
 logger = logging.getLogger("mcp_gateway")
 
@@ -147,13 +152,19 @@ class FastPath:
         # the view makes none, it is sent once the view is done.
         # The tasks take what is owed with the context they copy; the next
         # request in this context owes nothing.
-        with defer_request_started(handler.__class__, scope) as started:
+        # A response the view makes in that hop is finished there too (the
+        # response hooks, close(): request_finished); it is sent as it is.
+        finish = functools.partial(self._finish, request, plan)
+        with (
+            defer_request_started(handler.__class__, scope) as started,
+            finish_in_hop(finish) as finisher,
+        ):
             if scope["method"] != "POST":  # a stream's admission runs elsewhere
                 await started.asend()
 
             async def process_request() -> HttpResponseBase:
                 try:
-                    response = await self._respond(request, match, plan)
+                    response = await self._respond(request, match, plan, finisher)
                 finally:
                     await started.asend()
                 # The client went away while the answer was sent: nothing to do.
@@ -183,15 +194,22 @@ class FastPath:
             response = cast(HttpResponseBase, tasks[1].result())
         except asyncio.CancelledError:
             await started.asend()
-            await signals.request_finished.asend(sender=handler.__class__)
+            if finisher.claim():  # else the view's hop finishes (or finished) it
+                await signals.request_finished.asend(sender=handler.__class__)
         else:
-            await sync_to_async(response.close)()
+            if response is not finisher.finished:
+                await sync_to_async(response.close)()
         body_file.close()
 
     async def _respond(
-        self, request: HttpRequest, match: ResolverMatch, plan: Sequence[Any]
+        self,
+        request: HttpRequest,
+        match: ResolverMatch,
+        plan: Sequence[Any],
+        finisher: Finisher,
     ) -> HttpResponseBase:
-        """The middleware's hooks around the view, as the chain runs them."""
+        """The middleware's hooks around the view, as the chain runs them
+        (in the view's hop, for a response it finished there)."""
         set_urlconf(settings.ROOT_URLCONF)
         response: Any = None
         reached = len(plan)
@@ -208,6 +226,8 @@ class FastPath:
                 break
         if response is None:
             response = await self._view(request, match)
+            if response is finisher.finished:
+                return cast(HttpResponseBase, response)
         for _, process_response in reversed(plan[:reached]):
             if process_response is None:
                 continue
@@ -224,6 +244,31 @@ class FastPath:
                 response=response,
                 request=request,
             )
+        return cast(HttpResponseBase, response)
+
+    def _finish(
+        self, request: HttpRequest, plan: Sequence[Any], response: Any
+    ) -> HttpResponseBase:
+        """In the request's thread: what :meth:`_respond` and :meth:`serve`
+        do after the view, for a view's complete answer (not a stream)."""
+        for _, process_response in reversed(plan):
+            if process_response is None:
+                continue
+            try:
+                response = process_response(request, response)
+            except Exception as exc:
+                response = response_for_exception(request, exc)
+        response._resource_closers.append(request.close)
+        if response.status_code >= 400:
+            log_response(
+                "%s: %s",
+                response.reason_phrase,
+                request.path,
+                response=response,
+                request=request,
+            )
+        response._handler_class = self.handler.__class__
+        response.close()  # request_finished, in the request's thread
         return cast(HttpResponseBase, response)
 
     async def _view(

@@ -47,8 +47,16 @@ def log_levels(params: Any, headers: Mapping[str, str]) -> frozenset[str]:
 class Channel:
     """Notifications of one call, queued for the response stream."""
 
-    def __init__(self, params: Any, headers: Mapping[str, str]) -> None:
-        self._loop = asyncio.get_running_loop()
+    def __init__(
+        self,
+        params: Any,
+        headers: Mapping[str, str],
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        """``loop``: the stream's, when made outside it (the request thread)."""
+        self._loop = asyncio.get_running_loop() if loop is None else loop
+        self.used = False
+        """Something was queued for the stream (from any thread)."""
         params = params if isinstance(params, Mapping) else None
         self._token = progress_token_from_params(params)
         self._levels = log_levels(params, headers)
@@ -89,6 +97,7 @@ class Channel:
     def request(self, message: dict[str, Any]) -> None:
         """Queue a server request (a question to the client) for the stream."""
         if not self._closed:
+            self.used = True
             self._loop.call_soon_threadsafe(self._push, message)
 
     # -- The stream side: called on the event loop ----------------------------
@@ -125,6 +134,7 @@ class Channel:
         if self._closed:
             return
         message = {"jsonrpc": "2.0", "method": method, "params": params}
+        self.used = True
         try:
             self._loop.call_soon_threadsafe(self._push, message)
         except RuntimeError:  # the loop is gone: nobody listens any more

@@ -20,7 +20,10 @@ costs no hop of its own.
 
 The fast path (``fastpath``) sends ``request_started`` in the request's
 first hop rather than in a hop of its own (:func:`defer_request_started`,
-:func:`send_request_started`).
+:func:`send_request_started`), and when the view answers in that hop, the
+response is finished there too (its middleware hooks, ``close()`` and so
+``request_finished``: :func:`finish_in_hop`, :func:`finished_here`), so a
+warm request makes one hop in all.
 """
 
 from __future__ import annotations
@@ -30,10 +33,11 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, cast
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.core import signals
+from django.http import HttpResponseBase
 
 IDLE_KEPT = 32
 """Idle threads kept for the next requests; more are shut down."""
@@ -160,3 +164,62 @@ def send_request_started() -> None:
     owed = _owed.get()
     if owed is not None:
         owed.send()
+
+
+# -- The response finished in the view's hop ------------------------------------------
+
+
+class Finisher:
+    """Finishes a response in the request's thread (the fast path's response
+    hooks, then ``close()``), at most once, unless the loop has claimed the
+    request's end first (a request cancelled while its hop ran)."""
+
+    __slots__ = ("_finish", "_lock", "_state", "finished")
+
+    def __init__(self, finish: Callable[[Any], Any]) -> None:
+        self._finish = finish
+        self._lock = threading.Lock()
+        self._state: str | None = None
+        self.finished: Any = None
+        """The finished response, once :meth:`finish` has run."""
+
+    def finish(self, response: Any) -> Any:
+        """``response`` finished; as it is if the loop claimed the end."""
+        with self._lock:
+            if self._state is not None:
+                return response
+            self._state = "finishing"
+        self.finished = self._finish(response)
+        return self.finished
+
+    def claim(self) -> bool:
+        """For the loop: whether the request's end is still its own (no
+        response was, or will be, finished in the hop)."""
+        with self._lock:
+            if self._state is None:
+                self._state = "claimed"
+            return self._state == "claimed"
+
+
+_finisher: ContextVar[Finisher | None] = ContextVar("mcp_finisher", default=None)
+
+
+@contextmanager
+def finish_in_hop(finish: Callable[[Any], Any]) -> Iterator[Finisher]:
+    """Let the view finish its response in its own hop (:func:`finished_here`)
+    with ``finish``: the block's tasks see it; once left, nothing is offered."""
+    finisher = Finisher(finish)
+    token = _finisher.set(finisher)
+    try:
+        yield finisher
+    finally:
+        _finisher.reset(token)
+
+
+def finished_here(response: HttpResponseBase) -> HttpResponseBase:
+    """In the request's thread: ``response``, finished by the fast path's
+    finisher if there is one (then it must be sent as it is), else as it is."""
+    finisher = _finisher.get()
+    if finisher is None or response.streaming:
+        return response
+    return cast(HttpResponseBase, finisher.finish(response))

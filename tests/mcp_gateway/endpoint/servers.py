@@ -52,14 +52,15 @@ def asgi_scope(
     path: str = "/t/acme/mcp",
     host: str = "testserver",
     root_path: str = "",
+    body: bytes = BODY,
 ) -> dict[str, Any]:
-    """A ``tools/list`` POST's scope."""
+    """A POST's scope (a ``tools/list`` unless ``body`` says otherwise)."""
     headers = [
         (b"host", host.encode()),
         (b"content-type", b"application/json"),
         (b"accept", b"application/json, text/event-stream"),
         (b"mcp-protocol-version", b"2025-11-25"),
-        (b"content-length", str(len(BODY)).encode()),
+        (b"content-length", str(len(body)).encode()),
     ]
     if token is not None:
         headers.append((b"authorization", f"Bearer {token}".encode()))
@@ -79,16 +80,18 @@ def asgi_scope(
     }
 
 
-def asgi_post(token: str | None, **where: str) -> Response:
+def asgi_post(token: str | None, **where: Any) -> Response:
     """POST a ``tools/list`` through a fresh guard around Django's handler."""
     guard = asgi.BoundaryGuard(ASGIHandler())
     return asyncio.run(asgi_request(guard, asgi_scope(token, **where)))
 
 
-async def asgi_request(guard: asgi.BoundaryGuard, scope: dict[str, Any]) -> Response:
-    """The guard's answer to ``scope``'s POST, in the calling task."""
+async def asgi_request(
+    guard: asgi.BoundaryGuard, scope: dict[str, Any], body: bytes = BODY
+) -> Response:
+    """The guard's answer to ``scope``'s POST of ``body``, in the calling task."""
     start: dict[str, Any] = {}
-    body: list[bytes] = []
+    chunks: list[bytes] = []
     never = asyncio.get_running_loop().create_future()
     sent = False
 
@@ -96,7 +99,7 @@ async def asgi_request(guard: asgi.BoundaryGuard, scope: dict[str, Any]) -> Resp
         nonlocal sent
         if not sent:
             sent = True
-            return {"type": "http.request", "body": BODY, "more_body": False}
+            return {"type": "http.request", "body": body, "more_body": False}
         await never
         return {"type": "http.disconnect"}  # pragma: no cover
 
@@ -104,12 +107,12 @@ async def asgi_request(guard: asgi.BoundaryGuard, scope: dict[str, Any]) -> Resp
         if message["type"] == "http.response.start":
             start.update(message)
         else:
-            body.append(message.get("body", b""))
+            chunks.append(message.get("body", b""))
 
     await guard(scope, receive, send)
     never.cancel()
     headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in start["headers"]]
-    return start["status"], headers, b"".join(body)
+    return start["status"], headers, b"".join(chunks)
 
 
 async def until_idle(threads: RequestThreads, count: int) -> None:

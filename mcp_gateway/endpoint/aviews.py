@@ -43,8 +43,10 @@ from django.http import (
 from django.views.decorators.csrf import csrf_exempt
 
 from mcp_gateway import jsonrpc
+from mcp_gateway.audit import callrecord
 from mcp_gateway.audit import log as audit
 from mcp_gateway.conf import gateway_settings
+from mcp_gateway.dispatch import calls
 from mcp_gateway.dispatch.asking import Asker
 from mcp_gateway.dispatch.core import Later, ahandle, answer_here, arest, prepare
 from mcp_gateway.dispatch.scope import CallScope, Outcome
@@ -62,10 +64,31 @@ async def aendpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
     if listen.wants_stream(request):
         return await listen.standalone(request, slug)
     loop = asyncio.get_running_loop()
-    admitted = await sync_to_async(_first_hop)(request, slug, loop)
+    hop = asyncio.ensure_future(sync_to_async(_first_hop)(request, slug, loop))
+    try:
+        admitted = await asyncio.shield(hop)
+    except asyncio.CancelledError:
+        await _abandoned(hop)
+        raise
     if isinstance(admitted, HttpResponseBase):
         return admitted
     return await _rest(request, admitted)
+
+
+async def _abandoned(hop: asyncio.Future[HttpResponseBase | _Admitted]) -> None:
+    """The client left while the first hop ran: once it is done, a call it
+    admitted and left to the loop is recorded cancelled (its quota unit
+    given back), as a call cancelled on the loop is."""
+    await asyncio.wait({hop})
+    if hop.cancelled() or hop.exception() is not None:
+        return
+    admitted = hop.result()
+    if not isinstance(admitted, _Admitted) or admitted.later is None:
+        return  # answered and recorded in the hop, or nothing to record
+    scope = admitted.scope
+    if scope.record is not None:
+        calls.finish(scope, callrecord.CANCELLED)
+        await audit.arecord_call(scope.record, scope.tenant, scope.principal)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,11 +98,19 @@ class _Admitted:
     scope: CallScope
     message: jsonrpc.Message
     later: Later | None = None
-    """What the loop runs on; None for ``subscriptions/listen``."""
+    """What the loop runs on; None for ``subscriptions/listen`` and for a
+    call the hop answered (``outcome`` or ``failure``)."""
     channel: Channel | None = None
     """The call's notifications (a ``tools/call`` whose client takes SSE)."""
     outcome: Outcome | None = None
     """The answer, when the hop made it but it has notifications to stream."""
+    failure: DatabaseError | None = None
+    """The database's failure after the call's notifications were queued:
+    the stream sends them, then the error."""
+
+    @property
+    def answered(self) -> bool:
+        return self.outcome is not None or self.failure is not None
 
 
 def _first_hop(
@@ -94,7 +125,7 @@ def _first_hop(
         admitted = _admit_and_scope(request, slug)
     except DatabaseError:
         logger.exception("Database unavailable while serving tenant %r", slug)
-        return boundary.unavailable()
+        return finished_here(boundary.unavailable())
     if isinstance(admitted, HttpResponse):
         return finished_here(admitted)
     scope, message = admitted
@@ -106,7 +137,9 @@ def _first_hop(
         scope = _streaming_scope(scope, channel)
     try:
         answer = _answered_here(message, scope)
-    except DatabaseError:
+    except DatabaseError as exc:
+        if channel is not None and channel.used:  # committed to a stream
+            return _Admitted(scope, message, channel=channel, failure=exc)
         logger.exception("Database unavailable while serving tenant %r", slug)
         return finished_here(boundary.unavailable(message.id))
     if isinstance(answer, Later):
@@ -134,7 +167,7 @@ async def _rest(request: HttpRequest, admitted: _Admitted) -> HttpResponseBase:
     """On the loop: what the first hop left (an engine that waits, the SDK's
     answer, a question to ask, a stream of notifications)."""
     scope, message = admitted.scope, admitted.message
-    if admitted.later is None and admitted.outcome is None:
+    if admitted.later is None and not admitted.answered:
         return await _listen(request, scope, message)
     if admitted.channel is not None:
         return await _answer_streaming(scope, message, admitted)
@@ -216,7 +249,11 @@ async def _answer_streaming(
     call: asyncio.Future[Outcome]
     if admitted.later is None:  # answered in the first hop, with notifications
         call = asyncio.get_running_loop().create_future()
-        call.set_result(admitted.outcome)  # type: ignore[arg-type]
+        if admitted.failure is not None:
+            call.set_exception(admitted.failure)
+        else:
+            assert admitted.outcome is not None  # noqa: S101 - answered
+            call.set_result(admitted.outcome)
     else:
         call = asyncio.ensure_future(audited(arest(admitted.later, scope), scope))
     call.add_done_callback(channel.wake)

@@ -155,9 +155,10 @@ class FastPath:
         # A response the view makes in that hop is finished there too (the
         # response hooks, close(): request_finished); it is sent as it is.
         finish = functools.partial(self._finish, request, plan)
+        close = functools.partial(self._close, request)
         with (
             defer_request_started(handler.__class__, scope) as started,
-            finish_in_hop(finish) as finisher,
+            finish_in_hop(finish, close) as finisher,
         ):
             if scope["method"] != "POST":  # a stream's admission runs elsewhere
                 await started.asend()
@@ -199,6 +200,9 @@ class FastPath:
         else:
             if response is not finisher.finished:
                 await sync_to_async(response.close)()
+            elif finisher.error is not None:
+                body_file.close()
+                raise finisher.error  # after the answer, as Django raises it
         body_file.close()
 
     async def _respond(
@@ -249,8 +253,8 @@ class FastPath:
     def _finish(
         self, request: HttpRequest, plan: Sequence[Any], response: Any
     ) -> HttpResponseBase:
-        """In the request's thread: what :meth:`_respond` and :meth:`serve`
-        do after the view, for a view's complete answer (not a stream)."""
+        """In the request's thread: what :meth:`_respond` does after the
+        view, for a view's complete answer (not a stream)."""
         for _, process_response in reversed(plan):
             if process_response is None:
                 continue
@@ -259,6 +263,12 @@ class FastPath:
             except Exception as exc:
                 response = response_for_exception(request, exc)
         response._resource_closers.append(request.close)
+        response._handler_class = self.handler.__class__
+        return cast(HttpResponseBase, response)
+
+    def _close(self, request: HttpRequest, response: Any) -> None:
+        """In the request's thread: its logging and ``close()``
+        (``request_finished``), which :meth:`serve` does after sending."""
         if response.status_code >= 400:
             log_response(
                 "%s: %s",
@@ -267,9 +277,7 @@ class FastPath:
                 response=response,
                 request=request,
             )
-        response._handler_class = self.handler.__class__
-        response.close()  # request_finished, in the request's thread
-        return cast(HttpResponseBase, response)
+        response.close()
 
     async def _view(
         self, request: HttpRequest, match: ResolverMatch

@@ -171,17 +171,25 @@ def send_request_started() -> None:
 
 class Finisher:
     """Finishes a response in the request's thread (the fast path's response
-    hooks, then ``close()``), at most once, unless the loop has claimed the
-    request's end first (a request cancelled while its hop ran)."""
+    hooks, then its logging and ``close()``), at most once, unless the loop
+    has claimed the request's end first (a request cancelled while its hop
+    ran)."""
 
-    __slots__ = ("_finish", "_lock", "_state", "finished")
+    __slots__ = ("_close", "_finish", "_lock", "_state", "error", "finished")
 
-    def __init__(self, finish: Callable[[Any], Any]) -> None:
+    def __init__(
+        self, finish: Callable[[Any], Any], close: Callable[[Any], None]
+    ) -> None:
         self._finish = finish
+        self._close = close
         self._lock = threading.Lock()
         self._state: str | None = None
         self.finished: Any = None
         """The finished response, once :meth:`finish` has run."""
+        self.error: Exception | None = None
+        """What closing it raised (a ``request_finished`` receiver's error):
+        the fast path raises it once the answer is sent, as Django's handler
+        raises an error of ``close()``."""
 
     def finish(self, response: Any) -> Any:
         """``response`` finished; as it is if the loop claimed the end."""
@@ -190,6 +198,10 @@ class Finisher:
                 return response
             self._state = "finishing"
         self.finished = self._finish(response)
+        try:
+            self._close(self.finished)
+        except Exception as exc:
+            self.error = exc
         return self.finished
 
     def claim(self) -> bool:
@@ -205,10 +217,13 @@ _finisher: ContextVar[Finisher | None] = ContextVar("mcp_finisher", default=None
 
 
 @contextmanager
-def finish_in_hop(finish: Callable[[Any], Any]) -> Iterator[Finisher]:
+def finish_in_hop(
+    finish: Callable[[Any], Any], close: Callable[[Any], None]
+) -> Iterator[Finisher]:
     """Let the view finish its response in its own hop (:func:`finished_here`)
-    with ``finish``: the block's tasks see it; once left, nothing is offered."""
-    finisher = Finisher(finish)
+    with ``finish``, then ``close``: the block's tasks see it; once left,
+    nothing is offered."""
+    finisher = Finisher(finish, close)
     token = _finisher.set(finisher)
     try:
         yield finisher

@@ -35,25 +35,6 @@ def taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return asgi_taken(monkeypatch)
 
 
-SERVING = {
-    "ASGIHandler.listen_for_disconnect",
-    "FastPath.serve.<locals>.process_request",
-}
-"""The tasks the fast path serves a request in: the disconnect's, the view's."""
-
-
-async def _until_cancelled() -> None:
-    """Wait (10 s at most) until the fast path's tasks are done: the
-    disconnect read, the view cancelled."""
-    for _ in range(10_000):
-        tasks = asyncio.all_tasks()
-        names = {getattr(task.get_coro(), "__qualname__", "") for task in tasks}
-        if not names & SERVING:
-            return
-        await asyncio.sleep(0.001)
-    raise AssertionError(f"still running: {names & SERVING}")
-
-
 def test_request_started_is_sent_in_the_first_hop_before_admission(
     token: str, taken: list[str], monkeypatch: pytest.MonkeyPatch
 ):
@@ -129,8 +110,14 @@ def test_a_post_whose_client_leaves_during_admission_sends_each_signal_once(
     thread: ``request_finished`` waits for the admission there, and the
     thread goes back only once both are done."""
     admitting, release = threading.Event(), threading.Event()
+    cancelled = threading.Event()
     seen: list[tuple[str, int]] = []
     admit = aviews.admit  # type: ignore[attr-defined]
+    abandoned = aviews._abandoned
+
+    async def on_cancel(hop: Any) -> None:  # the view, cancelled mid-hop
+        cancelled.set()
+        await abandoned(hop)
 
     def blocking(*args: Any) -> Any:
         admitting.set()
@@ -165,7 +152,7 @@ def test_a_post_whose_client_leaves_during_admission_sends_each_signal_once(
 
         serving = asyncio.ensure_future(guard(asgi_scope(token), receive, send))
         await loop.run_in_executor(None, admitting.wait, 10)
-        await _until_cancelled()
+        await loop.run_in_executor(None, cancelled.wait, 10)
         while_busy = ([what for what, _ in seen], guard.threads.idle)
         release.set()
         await serving
@@ -173,6 +160,7 @@ def test_a_post_whose_client_leaves_during_admission_sends_each_signal_once(
         return while_busy
 
     monkeypatch.setattr(aviews, "admit", blocking)
+    monkeypatch.setattr(aviews, "_abandoned", on_cancel)
     signals.request_started.connect(started)
     signals.request_finished.connect(finished)
     try:

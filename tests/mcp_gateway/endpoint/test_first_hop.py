@@ -20,14 +20,17 @@ from typing import Any
 import pytest
 from django.core import signals
 from django.core.handlers.asgi import ASGIHandler
+from django.db import DatabaseError
 
 from engines_app.context import EngineContext
 from engines_app.engine import Engine
 from engines_app.interaction import confirm
 from engines_app.registry import default_registry
-from mcp_gateway import bookkeeping
+from mcp_gateway import bookkeeping, jsonrpc
 from mcp_gateway.asgi import BoundaryGuard
+from mcp_gateway.audit import log as audit_log
 from mcp_gateway.audit.models import ToolCall
+from mcp_gateway.endpoint import aviews
 from tests.mcp_gateway.endpoint.servers import asgi_request, asgi_scope, until_idle
 
 pytestmark = pytest.mark.django_db(transaction=True)  # requests use their threads
@@ -230,8 +233,8 @@ def test_notifications_of_an_engine_that_never_waits_are_streamed(token, finishe
     assert list(ToolCall.objects.values_list("outcome", flat=True)) == ["ok"]
 
 
-def test_without_a_progress_token_the_answer_is_plain_json(token):
-    """Nothing to stream but the log line the 2025 wires allow at info."""
+def test_without_a_progress_token_the_log_line_is_still_streamed(token):
+    """No progress without a token, but the 2025 wires take info lines."""
     [(_, headers, content)] = post(token, _call("test_reporting"))
 
     assert headers["Content-Type"] == "text/event-stream"
@@ -288,16 +291,39 @@ def test_a_question_of_an_engine_that_never_waits_is_asked_on_the_stream(
     assert len(finished) == 2  # the call's, the reply's
 
 
-def test_a_client_leaving_while_its_one_hop_answer_runs_ends_it_once(token, finished):
+def test_a_client_leaving_while_its_one_hop_answer_runs_ends_it_once(
+    token, finished, monkeypatch
+):
     """Cancelled while the hop runs: the hop finishes the call (its audit row)
     and its response (``request_finished``, once); nothing is sent."""
     Waiting.running.clear()
     Waiting.release.clear()
+    finished_when_cancelled: list[int] = []
+    abandoned = aviews._abandoned
+
+    async def cancelled(hop: Any) -> None:  # the view, cancelled mid-hop
+        finished_when_cancelled.append(len(finished))
+        Waiting.release.set()
+        await abandoned(hop)
+
+    monkeypatch.setattr(aviews, "_abandoned", cancelled)
+    try:
+        sent = _leave_while(token, _call("test_held"), Waiting.running)
+    finally:
+        Waiting.release.set()
+
+    assert finished_when_cancelled == [0]
+    assert len(finished) == 1
+    assert sent == []
+    assert list(ToolCall.objects.values_list("outcome", flat=True)) == ["ok"]
+
+
+def _leave_while(token: str, body: bytes, running: threading.Event) -> list[Any]:
+    """POST ``body``; the client leaves once ``running`` is set. What was sent."""
     guard = BoundaryGuard(ASGIHandler())
-    body = _call("test_held")
     sent: list[Any] = []
 
-    async def main() -> int:
+    async def main() -> None:
         loop = asyncio.get_running_loop()
         fed = False
 
@@ -306,32 +332,92 @@ def test_a_client_leaving_while_its_one_hop_answer_runs_ends_it_once(token, fini
             if not fed:
                 fed = True
                 return {"type": "http.request", "body": body, "more_body": False}
-            await loop.run_in_executor(None, Waiting.running.wait, 10)
+            await loop.run_in_executor(None, running.wait, 10)
             return {"type": "http.disconnect"}
 
         async def send(message: Mapping[str, Any]) -> None:
             sent.append(message)  # pragma: no cover - the client left
 
-        serving = asyncio.ensure_future(
-            guard(asgi_scope(token, body=body), receive, send)
-        )
-        await loop.run_in_executor(None, Waiting.running.wait, 10)
-        for _ in range(1000):  # the view is cancelled once the disconnect is read
-            if serving.done() or not any(
-                "process_request" in getattr(t.get_coro(), "__qualname__", "")
-                for t in asyncio.all_tasks()
-            ):
-                break
-            await asyncio.sleep(0.005)
-        finished_while_held = len(finished)
-        Waiting.release.set()
-        await serving
+        await guard(asgi_scope(token, body=body), receive, send)
         await until_idle(guard.threads, 1)
-        return finished_while_held
 
-    finished_while_held = asyncio.run(main())
+    asyncio.run(main())
+    return sent
 
-    assert finished_while_held == 0
-    assert len(finished) == 1
+
+def test_a_call_left_to_the_loop_whose_client_leaves_during_the_hop_is_recorded(
+    token, finished, monkeypatch
+):
+    """Admitted in the hop (its record begun, its quota unit taken) and left
+    to the loop, which the client's leaving cancels: recorded cancelled."""
+    handed, release = threading.Event(), threading.Event()
+    answer_here = aviews.answer_here  # type: ignore[attr-defined]
+
+    def held(*args: Any) -> Any:
+        answer = answer_here(*args)
+        handed.set()
+        release.wait(10)
+        return answer
+
+    abandoned = aviews._abandoned
+
+    async def cancelled(hop: Any) -> None:  # the view, cancelled mid-hop
+        release.set()
+        await abandoned(hop)
+
+    monkeypatch.setattr(aviews, "answer_here", held)
+    monkeypatch.setattr(aviews, "_abandoned", cancelled)
+    try:
+        sent = _leave_while(token, _call("test_pooled"), handed)
+    finally:
+        release.set()
+
     assert sent == []
+    assert list(ToolCall.objects.values_list("tool_name", "outcome")) == [
+        ("test_pooled", "cancelled")
+    ]
+    assert len(finished) == 1
+
+
+def test_an_error_closing_a_response_finished_in_the_hop_comes_after_the_answer(
+    token,
+):
+    """A ``request_finished`` receiver's error: the answer is sent as it
+    was made, once, and the error raised after it, as Django's handler does."""
+    closed: list[int] = []
+
+    def failing(**kwargs: Any) -> None:
+        closed.append(1)
+        raise RuntimeError("a receiver's own error")
+
+    guard = BoundaryGuard(ASGIHandler())
+    signals.request_finished.connect(failing)
+    try:
+        with pytest.raises(RuntimeError, match="a receiver's own error"):
+            asyncio.run(asgi_request(guard, asgi_scope(token, body=ECHO), ECHO))
+    finally:
+        signals.request_finished.disconnect(failing)
+    assert closed == [1]
     assert list(ToolCall.objects.values_list("outcome", flat=True)) == ["ok"]
+
+
+def test_a_database_error_after_notifications_ends_their_stream(token, monkeypatch):
+    """Committed to a stream by the progress already queued: the error is
+    the stream's last event, as on the loop."""
+
+    def unavailable(*args: Any) -> None:
+        raise DatabaseError("the database went away")
+
+    monkeypatch.setattr(audit_log, "record_call", unavailable)
+    body = _call("test_reporting", _meta={"progressToken": "p1"})
+    [(status, headers, content)] = post(token, body)
+
+    assert status == 200
+    assert headers["Content-Type"] == "text/event-stream"
+    messages = sse(content)
+    assert [m.get("method") for m in messages[:2]] == [
+        "notifications/progress",
+        "notifications/message",
+    ]
+    assert messages[2]["error"]["code"] == jsonrpc.SERVER_ERROR
+    assert b"went away" not in content

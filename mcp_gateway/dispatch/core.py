@@ -131,22 +131,10 @@ def handle_asking(
     if isinstance(step, Outcome):
         return step
     if step.call is not None:
-        call = step.call
-        wire = (step.route.version, step.request_id)
-        try:
-            result = calls.run(
-                scope,
-                call.entry,
-                call.arguments,
-                call.context,
-                wire=wire,
-                ask=_ask_sync(step, scope),
-            )
-        except MCPError as exc:
-            return _refused(step, exc)
-        except adapter.Deferred as deferred:
-            return Pending(_asking(step, scope, call, deferred.asked))
-        return _called(step, result)
+        ran = _run_here(step, scope, step.call)
+        if isinstance(ran, Later):
+            return Pending(_asking(step, scope, step.call, ran.asked))
+        return ran
     listed = _listed(step, scope)
     if listed is not None:
         return listed
@@ -244,6 +232,12 @@ def answer_here(message: dict[str, Any], scope: CallScope) -> Outcome | Later:
         return Later(step) if listed is None else listed
     if is_async_engine(call.entry.engine) or deadlines.blocks(call.entry.engine):
         return Later(step)
+    return _run_here(step, scope, call)
+
+
+def _run_here(step: Step, scope: CallScope, call: Call) -> Outcome | Later:
+    """Run a plain call from sync code: its answer, or (``Later``) the
+    question its engine asked, to ask during the call (``adapter.Deferred``)."""
     wire = (step.route.version, step.request_id)
     try:
         result = calls.run(

@@ -38,14 +38,19 @@ pytestmark = pytest.mark.django_db(transaction=True)  # requests use their threa
 ACCEPT = {"action": "accept", "content": {"confirm": True}}
 
 
-class Reporting(Engine):
+class _Plain(Engine):
+    """No input; never waits unless it says otherwise."""
+
+    input_schema = {"type": "object", "properties": {}, "additionalProperties": False}
+    blocking = False
+
+
+class Reporting(_Plain):
     """Never waits, but reports progress and a log line."""
 
     id = "test.reporting"
     name = "Reporting"
     description = "Report progress, then answer."
-    input_schema = {"type": "object", "properties": {}, "additionalProperties": False}
-    blocking = False
 
     def execute(self, context: EngineContext) -> dict[str, Any]:
         context.report_progress(1, 2, "half way")
@@ -53,14 +58,12 @@ class Reporting(Engine):
         return {"done": True}
 
 
-class Asking(Engine):
+class Asking(_Plain):
     """Never waits, but asks for a confirmation first."""
 
     id = "test.asking"
     name = "Asking"
     description = "Ask, then answer."
-    input_schema = {"type": "object", "properties": {}, "additionalProperties": False}
-    blocking = False
 
     def execute(self, context: EngineContext) -> Any:
         if context.reply is None:
@@ -68,14 +71,12 @@ class Asking(Engine):
         return {"action": context.reply.action}
 
 
-class Waiting(Engine):
+class Waiting(_Plain):
     """Declared ``blocking = False``, held until the test lets it go."""
 
     id = "test.held"
     name = "Held"
     description = "Wait for the test."
-    input_schema = {"type": "object", "properties": {}, "additionalProperties": False}
-    blocking = False
     running = threading.Event()
     release = threading.Event()
 
@@ -85,13 +86,13 @@ class Waiting(Engine):
         return {"held": True}
 
 
-class Pooled(Engine):
+class Pooled(_Plain):
     """A sync engine that may wait: it runs in the engine pool."""
 
     id = "test.pooled"
     name = "Pooled"
     description = "Answer from the pool."
-    input_schema = {"type": "object", "properties": {}, "additionalProperties": False}
+    blocking = True
 
     def execute(self, context: EngineContext) -> dict[str, Any]:
         return {"pooled": True}

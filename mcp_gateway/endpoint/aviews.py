@@ -28,6 +28,7 @@ nothing more is sent.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 from collections.abc import AsyncIterator, Awaitable
@@ -68,11 +69,24 @@ async def aendpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
     try:
         admitted = await asyncio.shield(hop)
     except asyncio.CancelledError:
-        await _abandoned(hop)
+        await _finishing(asyncio.ensure_future(_abandoned(hop)))
         raise
     if isinstance(admitted, HttpResponseBase):
         return admitted
     return await _rest(request, admitted)
+
+
+async def _finishing(recording: asyncio.Future[None]) -> None:
+    """Wait for ``recording`` through any further cancel (a server's own,
+    at shutdown): what was admitted is recorded whatever comes after."""
+    while not recording.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(recording)
+    if not recording.cancelled() and recording.exception() is not None:
+        logger.error(
+            "Could not record a call whose client left.",
+            exc_info=recording.exception(),
+        )
 
 
 async def _abandoned(hop: asyncio.Future[HttpResponseBase | _Admitted]) -> None:

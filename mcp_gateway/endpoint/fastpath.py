@@ -195,8 +195,11 @@ class FastPath:
             response = cast(HttpResponseBase, tasks[1].result())
         except asyncio.CancelledError:
             await started.asend()
-            if finisher.claim():  # else the view's hop finishes (or finished) it
+            if finisher.claim():  # else the view's hop finished it
                 await signals.request_finished.asend(sender=handler.__class__)
+            elif finisher.error is not None:
+                body_file.close()
+                raise finisher.error from None  # as Django raises it here
         else:
             if response is not finisher.finished:
                 await sync_to_async(response.close)()
@@ -269,15 +272,17 @@ class FastPath:
     def _close(self, request: HttpRequest, response: Any) -> None:
         """In the request's thread: its logging and ``close()``
         (``request_finished``), which :meth:`serve` does after sending."""
-        if response.status_code >= 400:
-            log_response(
-                "%s: %s",
-                response.reason_phrase,
-                request.path,
-                response=response,
-                request=request,
-            )
-        response.close()
+        try:
+            if response.status_code >= 400:
+                log_response(
+                    "%s: %s",
+                    response.reason_phrase,
+                    request.path,
+                    response=response,
+                    request=request,
+                )
+        finally:
+            response.close()
 
     async def _view(
         self, request: HttpRequest, match: ResolverMatch

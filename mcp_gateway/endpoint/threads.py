@@ -197,7 +197,12 @@ class Finisher:
             if self._state is not None:
                 return response
             self._state = "finishing"
-        self.finished = self._finish(response)
+        try:
+            self.finished = self._finish(response)
+        except BaseException:
+            with self._lock:  # not finished: the request's end is the loop's
+                self._state = None
+            raise
         try:
             self._close(self.finished)
         except Exception as exc:

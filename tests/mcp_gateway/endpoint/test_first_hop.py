@@ -392,14 +392,80 @@ def test_an_error_closing_a_response_finished_in_the_hop_comes_after_the_answer(
         raise RuntimeError("a receiver's own error")
 
     guard = BoundaryGuard(ASGIHandler())
+    sent: list[Mapping[str, Any]] = []
+
+    async def main() -> None:
+        fed = False
+        never = asyncio.get_running_loop().create_future()
+
+        async def receive() -> dict[str, Any]:
+            nonlocal fed
+            if not fed:
+                fed = True
+                return {"type": "http.request", "body": ECHO, "more_body": False}
+            await never
+            return {"type": "http.disconnect"}  # pragma: no cover
+
+        async def send(message: Mapping[str, Any]) -> None:
+            sent.append(message)
+
+        try:
+            await guard(asgi_scope(token, body=ECHO), receive, send)
+        finally:
+            never.cancel()
+
     signals.request_finished.connect(failing)
     try:
         with pytest.raises(RuntimeError, match="a receiver's own error"):
-            asyncio.run(asgi_request(guard, asgi_scope(token, body=ECHO), ECHO))
+            asyncio.run(main())
     finally:
         signals.request_finished.disconnect(failing)
+    assert [m["status"] for m in sent if m["type"] == "http.response.start"] == [200]
+    body = b"".join(
+        m.get("body", b"") for m in sent if m["type"] != "http.response.start"
+    )
+    assert json.loads(body)["result"]["structuredContent"] == {"text": "hi"}
     assert closed == [1]
     assert list(ToolCall.objects.values_list("outcome", flat=True)) == ["ok"]
+
+
+def test_a_second_cancel_while_the_left_call_is_recorded_loses_nothing(
+    token, finished, monkeypatch
+):
+    """A server's own cancel (at shutdown) on top of the client's leaving,
+    while the view waits for its hop: the call is still recorded."""
+    handed, release = threading.Event(), threading.Event()
+    answer_here = aviews.answer_here  # type: ignore[attr-defined]
+    abandoned = aviews._abandoned
+
+    def held(*args: Any) -> Any:
+        answer = answer_here(*args)
+        handed.set()
+        release.wait(10)
+        return answer
+
+    async def cancelled_again(hop: Any) -> None:
+        [view] = [
+            task
+            for task in asyncio.all_tasks()
+            if "process_request" in getattr(task.get_coro(), "__qualname__", "")
+        ]
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.05, view.cancel)  # the server's own cancel
+        loop.call_later(0.1, release.set)
+        await abandoned(hop)
+
+    monkeypatch.setattr(aviews, "answer_here", held)
+    monkeypatch.setattr(aviews, "_abandoned", cancelled_again)
+    try:
+        _leave_while(token, _call("test_pooled"), handed)
+    finally:
+        release.set()
+
+    assert list(ToolCall.objects.values_list("tool_name", "outcome")) == [
+        ("test_pooled", "cancelled")
+    ]
+    assert len(finished) == 1
 
 
 def test_a_database_error_after_notifications_ends_their_stream(token, monkeypatch):

@@ -154,8 +154,7 @@ def _first_hop(
     except DatabaseError as exc:
         if channel is not None and channel.used:  # committed to a stream
             return _Admitted(scope, message, channel=channel, failure=exc)
-        logger.exception("Database unavailable while serving tenant %r", slug)
-        return finished_here(boundary.unavailable(message.id))
+        return finished_here(_unavailable(slug, message.id))
     if isinstance(answer, Later):
         return _Admitted(scope, message, answer, channel)
     if channel is not None and channel.used:
@@ -189,10 +188,7 @@ async def _rest(request: HttpRequest, admitted: _Admitted) -> HttpResponseBase:
     try:
         return response_of(await audited(arest(admitted.later, scope), scope))
     except DatabaseError:
-        logger.exception(
-            "Database unavailable while serving tenant %r", scope.tenant.slug
-        )
-        return boundary.unavailable(message.id)
+        return _unavailable(scope.tenant.slug, message.id)
 
 
 async def audited(answering: Awaitable[Outcome], scope: CallScope) -> Outcome:
@@ -286,7 +282,7 @@ async def _answer_streaming(
 
 
 def _unavailable(slug: str, request_id: object) -> HttpResponse:
-    """The JSON path's answer to a database failure, for the SSE path."""
+    """The 503 of a database failure while serving ``slug``, logged."""
     logger.exception("Database unavailable while serving tenant %r", slug)
     return boundary.unavailable(request_id)
 

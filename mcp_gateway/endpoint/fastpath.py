@@ -197,16 +197,12 @@ class FastPath:
             await started.asend()
             if finisher.claim():  # else the view's hop finished it
                 await signals.request_finished.asend(sender=handler.__class__)
-            elif finisher.error is not None:
-                body_file.close()
-                raise finisher.error from None  # as Django raises it here
         else:
             if response is not finisher.finished:
                 await sync_to_async(response.close)()
-            elif finisher.error is not None:
-                body_file.close()
-                raise finisher.error  # after the answer, as Django raises it
         body_file.close()
+        if finisher.error is not None:  # closing in the hop failed
+            raise finisher.error  # after the answer, as Django raises it
 
     async def _respond(
         self,
@@ -244,13 +240,7 @@ class FastPath:
                 response = await _converted(request, exc)
         response._resource_closers.append(request.close)
         if response.status_code >= 400:
-            await sync_to_async(log_response, thread_sensitive=False)(
-                "%s: %s",
-                response.reason_phrase,
-                request.path,
-                response=response,
-                request=request,
-            )
+            await sync_to_async(_logged, thread_sensitive=False)(request, response)
         return cast(HttpResponseBase, response)
 
     def _finish(
@@ -274,13 +264,7 @@ class FastPath:
         (``request_finished``), which :meth:`serve` does after sending."""
         try:
             if response.status_code >= 400:
-                log_response(
-                    "%s: %s",
-                    response.reason_phrase,
-                    request.path,
-                    response=response,
-                    request=request,
-                )
+                _logged(request, response)
         finally:
             response.close()
 
@@ -297,6 +281,17 @@ class FastPath:
         except Exception as exc:
             return await _converted(request, exc)
         return cast(HttpResponseBase, response)
+
+
+def _logged(request: HttpRequest, response: Any) -> None:
+    """A 4xx/5xx answer logged to ``django.request``, as Django's handler does."""
+    log_response(
+        "%s: %s",
+        response.reason_phrase,
+        request.path,
+        response=response,
+        request=request,
+    )
 
 
 async def _converted(request: HttpRequest, exc: Exception) -> HttpResponseBase:

@@ -218,9 +218,18 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
+# A server error's traceback goes to the console when DEBUG is off too (with
+# DEBUG on, Django's own console handler prints it).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"mcp_gateway": {"handlers": ["console"], "level": "INFO"}},
+    "filters": {"debug_off": {"()": "django.utils.log.RequireDebugFalse"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"},
+        "errors": {"class": "logging.StreamHandler", "filters": ["debug_off"]},
+    },
+    "loggers": {
+        "mcp_gateway": {"handlers": ["console"], "level": "INFO"},
+        "django.request": {"handlers": ["errors"], "level": "ERROR"},
+    },
 }

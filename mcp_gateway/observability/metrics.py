@@ -17,8 +17,8 @@ of the audit log's outcomes, ``protocol_version`` a served revision,
 
 from __future__ import annotations
 
-import functools
 import os
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -80,9 +80,26 @@ class Series:
     audit_failures: Counter
 
 
-@functools.cache
+_series: Series | None = None
+_series_lock = threading.Lock()
+
+
 def series() -> Series:
-    """The series, registered once per process on first use."""
+    """The series, registered once per process on first use.
+
+    A process's first requests can reach this in several threads at once (each
+    ASGI request's sync work runs in a thread of its own), and the registry
+    refuses a name registered twice: the first use holds a lock.
+    """
+    global _series
+    if _series is None:
+        with _series_lock:
+            if _series is None:
+                _series = _registered()
+    return _series
+
+
+def _registered() -> Series:
     assert prometheus_client is not None  # noqa: S101 - enabled() checked it
     counter, gauge = prometheus_client.Counter, prometheus_client.Gauge
     livesum: Any = {"multiprocess_mode": "livesum"}

@@ -6,6 +6,10 @@ test compares values before and after its own calls.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +27,7 @@ from mcp_gateway.models import Tenant
 from mcp_gateway.observability import metrics
 from tests.rpc import post_rpc
 
+ROOT = Path(__file__).resolve().parents[3]
 SECRET = "metrics-test-token"
 OUTCOMES = (
     "ok",
@@ -274,6 +279,41 @@ def test_the_engine_pool_gauges_follow_a_run(metrics_on):
 
     assert seen == (before + 1, 0)
     assert value("mcp_gateway_engine_pool_in_use") == before
+
+
+# A fresh process, since the registry is process-wide: eight threads make the
+# first use at once, the interpreter switching between them as often as it can.
+FIRST_USE = """
+import json, sys, threading
+sys.setswitchinterval(1e-6)
+from mcp_gateway.observability import metrics
+barrier, seen, errors = threading.Barrier(8), [], []
+def first_use():
+    barrier.wait()
+    try:
+        seen.append(id(metrics.series()))
+    except Exception as exc:
+        errors.append(type(exc).__name__)
+threads = [threading.Thread(target=first_use) for _ in range(8)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(json.dumps({"errors": errors, "series": len(set(seen)), "uses": len(seen)}))
+"""
+
+
+def test_a_first_use_in_several_threads_at_once_registers_the_series_once():
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_USE],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+
+    assert json.loads(done.stdout) == {"errors": [], "series": 1, "uses": 8}
 
 
 def test_nothing_is_kept_without_the_token(settings, client, tenant, token):

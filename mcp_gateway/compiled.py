@@ -190,6 +190,19 @@ class CompiledInsert(Generic[M]):
             TypeError: a field computes its value when saved (``auto_now``,
                 a file), which only an instance can give it.
         """
+        sql, params = self.statement(values, using)
+        with connections[using].cursor() as cursor:
+            cursor.execute(sql, params)
+
+    def statement(
+        self, values: Mapping[str, Any], using: str = DEFAULT_DB_ALIAS
+    ) -> tuple[str, list[Any]]:
+        """The SQL and parameters :meth:`insert_values` sends (for a caller
+        with a connection of its own: the audit row written from the loop).
+
+        Raises:
+            TypeError: as :meth:`insert_values`.
+        """
         if self._computed:
             raise TypeError(f"Fields computed when saved: {self._computed}")
         sql, compiler = self._plans.get(using) or self._plan_for(
@@ -201,8 +214,7 @@ class CompiledInsert(Generic[M]):
             if type(value) is not kept:
                 value = compiler.prepare_value(field, value)
             params.append(value)
-        with connections[using].cursor() as cursor:
-            cursor.execute(sql, params)
+        return sql, params
 
     def _plan_for(self, obj: M, using: str) -> tuple[str, Any]:
         plan = self._plans.get(using)

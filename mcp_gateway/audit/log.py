@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import timedelta
 from typing import Any, cast
 
@@ -15,6 +17,7 @@ from django.db import DataError, IntegrityError, connections, router
 from django.utils import timezone
 
 from engines_app.context import Principal
+from mcp_gateway.audit import onloop
 from mcp_gateway.audit.callrecord import CallRecord, storable
 from mcp_gateway.audit.models import ExposureEvent, ToolCall
 from mcp_gateway.compiled import CompiledInsert
@@ -60,11 +63,50 @@ def record_call(record: CallRecord, tenant: Tenant, principal: Principal) -> Non
     observe.call_done(record, tenant)  # quotas given back, metrics, the span
     if not gateway_settings().AUDIT_CALLS:
         return
+    row = call_row(record, tenant, principal)
+    kept = _deferred.get()
+    if kept is not None:
+        kept.append(row)
+        return
     try:
-        _insert(call_row(record, tenant, principal))
+        _insert(row)
     except Exception:
         metrics.audit_write_failed(tenant.slug)
         raise
+
+
+_deferred: ContextVar[list[dict[str, Any]] | None] = ContextVar(
+    "mcp_audit_deferred", default=None
+)
+
+
+@contextmanager
+def deferred() -> Iterator[list[dict[str, Any]]]:
+    """In the block, :func:`record_call` keeps its row in the list yielded
+    instead of writing it (everything else it does is done): the caller
+    writes them with :func:`awrite` (the ASGI view, from the loop)."""
+    rows: list[dict[str, Any]] = []
+    token = _deferred.set(rows)
+    try:
+        yield rows
+    finally:
+        _deferred.reset(token)
+
+
+async def awrite(rows: Sequence[dict[str, Any]], alias: str) -> None:
+    """Write rows kept by :func:`deferred` from the event loop, in order,
+    each committed before this returns (``audit.onloop``, which counts a
+    failure).
+
+    Raises:
+        DatabaseError: as :func:`record_call`'s INSERT raises it.
+    """
+    for row in rows:
+        await onloop.insert(row, alias, _statement, _without_refused)
+
+
+def _statement(row: dict[str, Any], alias: str) -> tuple[str, list[Any]]:
+    return _inserter(alias).statement(row, using=alias)
 
 
 def call_row(
@@ -103,15 +145,17 @@ def _insert(row: dict[str, Any]) -> None:
             raise  # its transaction is lost; the caller's to handle
         # Never lose the row: keep what is known, without what was refused.
         logger.exception("Audit row of %s refused; stored without it", _named(row))
-        arguments = row["arguments"]
-        inserter.insert_values(
-            {
-                **row,
-                "tenant_id": None,  # deleted meanwhile; the slug stays
-                "arguments": None if arguments is None else UNSTORABLE,
-            },
-            using=alias,
-        )
+        inserter.insert_values(_without_refused(row), using=alias)
+
+
+def _without_refused(row: dict[str, Any]) -> dict[str, Any]:
+    """What is known of a row the database refused, without what it refused."""
+    arguments = row["arguments"]
+    return {
+        **row,
+        "tenant_id": None,  # deleted meanwhile; the slug stays
+        "arguments": None if arguments is None else UNSTORABLE,
+    }
 
 
 def _named(row: dict[str, Any]) -> str:

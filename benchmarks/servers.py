@@ -109,6 +109,9 @@ ROWS = {
         # The same with the ASGI fast path off: the mount through Django's
         # handler and the whole middleware chain, as before the fast path.
         _readme("gateway-uvicorn-chain", "uvicorn", off="MCP_ASGI_FAST_PATH"),
+        # The same with the loop's answers off: a warm request's first hop
+        # (admission, answer, audit INSERT) in its request thread.
+        _readme("gateway-uvicorn-threads", "uvicorn", off="MCP_ASGI_LOOP_ANSWERS"),
         # The README's gunicorn deployment with the WSGI fast path off: the
         # mount through the site's handler and its whole middleware chain.
         _readme("gateway-gunicorn-chain", "gunicorn", off="MCP_WSGI_FAST_PATH"),

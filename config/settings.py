@@ -171,6 +171,7 @@ MCP_GATEWAY = {
     # (docs/performance.md, "Under ASGI"); false: the whole chain.
     "ASGI_FAST_PATH": env.bool("MCP_ASGI_FAST_PATH", default=True),
     "WSGI_FAST_PATH": env.bool("MCP_WSGI_FAST_PATH", default=True),
+    "ASGI_LOOP_ANSWERS": env.bool("MCP_ASGI_LOOP_ANSWERS", default=True),
     "SSE_KEEPALIVE_SECONDS": env.float("MCP_SSE_KEEPALIVE_SECONDS", default=15.0),
     "MAX_LISTENERS_PER_TENANT": env.int("MCP_MAX_LISTENERS_PER_TENANT", default=100),
     "MAX_LISTENERS_PER_PROCESS": env.int("MCP_MAX_LISTENERS_PER_PROCESS", default=1000),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.backends import BaseBackend
@@ -44,11 +44,9 @@ class ApiTokenBackend(BaseBackend):
         if parts is None:
             return None
         token = _load(parts[0], tenant)
-        if token is None or not tokens.matches(token, parts[1]) or not token.is_usable:
+        if token is None or not _accepts(token, parts[1]):
             return None
         user = token.user
-        if not user.is_active or not token.is_member:  # type: ignore[attr-defined]
-            return None
         _touch(token)
         credential = Credential(user, token.tenant, frozenset(token.scopes), token)
         credentials.grant(credential)
@@ -86,10 +84,38 @@ def _load(prefix: str, tenant: Tenant | str) -> ApiToken | None:
     return token
 
 
+def _accepts(token: ApiToken, secret: str) -> bool:
+    """The secret matches, the token is usable, its user an active member."""
+    return (
+        tokens.matches(token, secret)
+        and token.is_usable
+        and token.user.is_active
+        and token.is_member  # type: ignore[attr-defined]
+    )
+
+
+def accepts_from_memory(bearer_token: str, slug: str) -> ApiToken | None:
+    """The token row if :class:`ApiTokenBackend` accepts ``bearer_token``
+    for tenant ``slug`` without a query: its row kept (``principals``),
+    accepted, and its use recorded recently enough that nothing is written
+    now (the ASGI view answers such a request on the loop)."""
+    parts = tokens.split(bearer_token)
+    if parts is None:
+        return None
+    token = principals.get(parts[0], slug)
+    if token is None or not _accepts(token, parts[1]):
+        return None
+    return None if _use_due(token, timezone.now()) else token
+
+
+def _use_due(token: ApiToken, now: datetime) -> bool:
+    interval = timedelta(seconds=gateway_settings().TOKEN_LAST_USED_INTERVAL_SECONDS)
+    return token.last_used_at is None or now - token.last_used_at >= interval
+
+
 def _touch(token: ApiToken) -> None:
     """Record use, at most once per interval, without a read."""
     now = timezone.now()
-    interval = timedelta(seconds=gateway_settings().TOKEN_LAST_USED_INTERVAL_SECONDS)
-    if token.last_used_at is None or now - token.last_used_at >= interval:
+    if _use_due(token, now):
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now

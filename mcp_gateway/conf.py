@@ -51,6 +51,10 @@ class GatewaySettings:
     """Under ASGI, serve the MCP mount without Django's middleware chain
     (``mcp_gateway.endpoint.fastpath``: which middleware it replays, skips,
     or stands aside for)."""
+    ASGI_LOOP_ANSWERS: bool = True
+    """Under ASGI on PostgreSQL (psycopg 3), answer a warm request on the
+    event loop, its audit row written with psycopg's async connection
+    (``mcp_gateway.audit.onloop``), instead of in a request thread."""
     WSGI_FAST_PATH: bool = True
     """Under WSGI, serve the MCP mount with the middleware the ASGI fast path
     replays and without those it skips (``mcp_gateway.endpoint.wsgifast``)."""

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
+from django.core.exceptions import SynchronousOnlyOperation
 from django.db import DatabaseError
 from mcp.shared.exceptions import MCPError
 
@@ -286,8 +287,8 @@ def prepare(
     request_id = message["id"]
     try:
         return _prepare(message, request_id, scope, through_sdk)
-    except DatabaseError:
-        raise  # the endpoint answers 503
+    except (DatabaseError, SynchronousOnlyOperation):
+        raise  # the endpoint answers 503; on the loop: to the request's thread
     except Exception as exc:
         return error_outcome(request_id, error_data(exc), 200)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from engines_app.context import Principal
 from mcp_gateway import scopes as known
 from mcp_gateway.catalog import Catalog, CatalogEntry
 
@@ -32,7 +31,7 @@ def covers(scopes: frozenset[str], entry: CatalogEntry) -> bool:
 
 
 def lacks_scope(
-    message: dict[str, Any], catalog: Catalog, principal: Principal
+    message: dict[str, Any], catalog: Catalog, scopes: frozenset[str]
 ) -> bool:
     """True for a ``tools/call`` of a visible tool the scopes do not cover."""
     if message.get("method") != "tools/call":
@@ -40,4 +39,4 @@ def lacks_scope(
     params = message.get("params")
     name = params.get("name") if isinstance(params, dict) else None
     entry = catalog.get(name) if isinstance(name, str) else None
-    return entry is not None and not covers(principal.scopes, entry)
+    return entry is not None and not covers(scopes, entry)

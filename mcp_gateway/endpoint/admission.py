@@ -193,7 +193,20 @@ def _principal(credential: credentials.Credential) -> Principal:
     return Principal(**fields)
 
 
+_MESSAGE = "_mcp_gateway_message"
+
+
+def keep_message(request: HttpRequest, message: jsonrpc.Message) -> None:
+    """``message``, parsed from ``request``'s body already, is what the
+    next admission of ``request`` reads (once: a second admission of the
+    request parses its body again)."""
+    setattr(request, _MESSAGE, message)
+
+
 def _read_message(request: HttpRequest) -> jsonrpc.Message | HttpResponse:
+    kept: jsonrpc.Message | None = request.__dict__.pop(_MESSAGE, None)
+    if kept is not None:
+        return kept
     body = boundary.read_body(request)
     if isinstance(body, HttpResponse):
         return body
@@ -220,7 +233,7 @@ def call_scope(
     catalog = catalog_for(tenant).visible_to(principal.groups)
     observe.admitted(request, tenant, catalog, message.payload)  # metrics, span
     record = audit.start_record(message.payload["method"], tenant, principal)
-    if access.lacks_scope(message.payload, catalog, principal):
+    if access.lacks_scope(message.payload, catalog, principal.scopes):
         if record is not None:
             _record_denied(request, record, tenant, principal, message)
         return insufficient_scope(tenant, message.id)

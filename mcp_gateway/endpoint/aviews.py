@@ -3,7 +3,8 @@
 A whole ``async def`` view. The boundary checks and authentication are the
 sync view's own (``admission.admit``), run in the request's thread-sensitive
 thread as one ``sync_to_async`` call, as are the catalog read and sync
-engines; nothing here touches the ORM on the event loop.
+engines; nothing here touches the ORM on the event loop (below: what is
+answered there).
 
 That first hop also answers what needs no waiting (``answer_here``: a sync
 engine declared ``blocking = False``, a kept ``tools/list`` answer) and
@@ -11,6 +12,12 @@ writes its audit row, so a warm request makes one hop: under the fast path
 the response is finished there too (``threads.finished_here``). An engine
 that waits or is async, the SDK's answers, a question and a stream of
 notifications are the loop's, as below.
+
+When everything that first hop needs is in memory already and the audit
+row can be written from the loop (``endpoint.onloop``, ``audit.onloop``:
+PostgreSQL through psycopg 3), the hop's work runs on the loop itself,
+Django's guard against sync database work on the loop left on: should it
+still need the database, the request goes to its thread from the start.
 
 A ``tools/call`` whose client accepts ``text/event-stream`` runs as a task
 whose engine reports progress and log lines into a :class:`Channel`. If the
@@ -31,9 +38,10 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from asgiref.sync import sync_to_async
+from django.core.exceptions import SynchronousOnlyOperation
 from django.db import DatabaseError
 from django.http import (
     HttpRequest,
@@ -51,7 +59,7 @@ from mcp_gateway.dispatch import calls
 from mcp_gateway.dispatch.asking import Asker
 from mcp_gateway.dispatch.core import Later, ahandle, answer_here, arest, prepare
 from mcp_gateway.dispatch.scope import CallScope, Outcome
-from mcp_gateway.endpoint import boundary, listen, sse
+from mcp_gateway.endpoint import boundary, listen, onloop, sse, threads
 from mcp_gateway.endpoint.admission import admit, call_scope
 from mcp_gateway.endpoint.streaming import Channel
 from mcp_gateway.endpoint.threads import finished_here, send_request_started
@@ -65,6 +73,13 @@ async def aendpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
     if listen.wants_stream(request):
         return await listen.standalone(request, slug)
     loop = asyncio.get_running_loop()
+    admissible = onloop.admissible(request, slug)
+    if admissible is not None:
+        answered = await _on_loop(request, slug, loop, admissible)
+        if isinstance(answered, HttpResponseBase):
+            return answered
+        if answered is not None:
+            return await _rest(request, answered)
     hop = asyncio.ensure_future(sync_to_async(_first_hop)(request, slug, loop))
     try:
         admitted = await asyncio.shield(hop)
@@ -74,6 +89,53 @@ async def aendpoint(request: HttpRequest, slug: str) -> HttpResponseBase:
     if isinstance(admitted, HttpResponseBase):
         return admitted
     return await _rest(request, admitted)
+
+
+async def _on_loop(
+    request: HttpRequest,
+    slug: str,
+    loop: asyncio.AbstractEventLoop,
+    admissible: onloop.OnLoop,
+) -> HttpResponseBase | _Admitted | None:
+    """The first hop's work on the loop (``endpoint.onloop``), its audit
+    rows written from there before the answer is finished; ``None`` if
+    something had to be read from the database first (nothing was written:
+    the request goes to its thread from the start). A refusal or an error
+    is finished in the request's thread (its logging may send mail)."""
+    failed: Exception | None = None
+    with audit.deferred() as rows:
+        try:
+            answered = _first_hop(request, slug, loop, _as_it_is)
+        except SynchronousOnlyOperation:
+            threads.send_request_started_again()
+            return None
+        except Exception as exc:  # raised below, once its rows are written
+            failed = exc
+    if failed is not None:
+        if rows:
+            try:
+                await audit.awrite(rows, admissible.alias)
+            except DatabaseError:
+                logger.exception("Audit rows of tenant %r not written", slug)
+        raise failed
+    if rows:
+        try:
+            await audit.awrite(rows, admissible.alias)
+        except DatabaseError as exc:
+            logger.exception("Database unavailable while serving tenant %r", slug)
+            if isinstance(answered, _Admitted):  # committed to a stream
+                answered = dataclasses.replace(answered, outcome=None, failure=exc)
+            else:
+                answered = _unavailable(slug, admissible.message.id)
+    if not isinstance(answered, HttpResponseBase):
+        return answered
+    if answered.status_code >= 400:
+        return await sync_to_async(finished_here)(answered)
+    return finished_here(answered)
+
+
+def _as_it_is(response: HttpResponseBase) -> HttpResponseBase:
+    return response
 
 
 async def _finishing(recording: asyncio.Future[None]) -> None:
@@ -128,20 +190,24 @@ class _Admitted:
 
 
 def _first_hop(
-    request: HttpRequest, slug: str, loop: asyncio.AbstractEventLoop
+    request: HttpRequest,
+    slug: str,
+    loop: asyncio.AbstractEventLoop,
+    finish: Callable[[HttpResponseBase], HttpResponseBase] = finished_here,
 ) -> HttpResponseBase | _Admitted:
     """In the request's thread: admission, and the answer itself when it
     needs no waiting (``dispatch.core.answer_here``), its audit row
-    written; the fast path then finishes the response in this hop too."""
+    written; the fast path then finishes the response in this hop too
+    (``finish``; on the loop, once its rows are written: :func:`_on_loop`)."""
     send_request_started()  # the fast path's, in this first hop
     request.get_host()  # DisallowedHost -> 400 before anything else
     try:
         admitted = _admit_and_scope(request, slug)
     except DatabaseError:
         logger.exception("Database unavailable while serving tenant %r", slug)
-        return finished_here(boundary.unavailable())
+        return finish(boundary.unavailable())
     if isinstance(admitted, HttpResponse):
-        return finished_here(admitted)
+        return finish(admitted)
     scope, message = admitted
     if message.payload["method"] == listen.LISTEN:
         return _Admitted(scope, message)
@@ -154,12 +220,12 @@ def _first_hop(
     except DatabaseError as exc:
         if channel is not None and channel.used:  # committed to a stream
             return _Admitted(scope, message, channel=channel, failure=exc)
-        return finished_here(_unavailable(slug, message.id))
+        return finish(_unavailable(slug, message.id))
     if isinstance(answer, Later):
         return _Admitted(scope, message, answer, channel)
     if channel is not None and channel.used:
         return _Admitted(scope, message, channel=channel, outcome=answer)
-    return finished_here(response_of(answer))
+    return finish(response_of(answer))
 
 
 def _answered_here(message: jsonrpc.Message, scope: CallScope) -> Outcome | Later:

@@ -54,7 +54,7 @@ def authenticate_quietly(request: HttpRequest, **credentials: Any) -> Any | None
     """
     for path in settings.AUTHENTICATION_BACKENDS:
         backend = load_backend(path)
-        if not _takes(backend.authenticate, request, credentials):
+        if not takes(backend.authenticate, request, credentials):
             continue  # this backend does not take these credentials
         try:
             user = backend.authenticate(request, **credentials)
@@ -70,7 +70,7 @@ _TAKES_SIZE = 256
 _takes_cache: dict[tuple[Any, tuple[str, ...]], bool] = {}
 
 
-def _takes(method: Any, request: Any, credentials: dict[str, Any]) -> bool:
+def takes(method: Any, request: Any, credentials: dict[str, Any]) -> bool:
     """Whether ``method(request, **credentials)`` binds (``authenticate()``'s
     test); only the names matter, so a class's method is tested once."""
     function = getattr(method, "__func__", None)

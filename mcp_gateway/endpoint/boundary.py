@@ -9,7 +9,7 @@ headers checked here contains a comma, so a comma means "more than one".
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
+from typing import Any, cast
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
@@ -176,8 +176,18 @@ def _quality(params: list[str]) -> float:
     return 1.0
 
 
+_BODY = "_mcp_gateway_body"
+"""Where :func:`read_body` keeps the body it read on the request: a request
+the ASGI view began on the loop and then serves in its thread
+(``endpoint.onloop``) is admitted again there, and its stream is spent."""
+
+
 def read_body(request: HttpRequest) -> bytes | HttpResponse:
-    """Read at most the limit; a longer body (chunked, say) is a 413."""
+    """Read at most the limit; a longer body (chunked, say) is a 413. A
+    second read of the same request gives the body the first one read."""
+    kept = getattr(request, _BODY, None)
+    if kept is not None:
+        return cast(bytes, kept)
     limit = gateway_settings().MAX_REQUEST_BYTES
     stream: Any = request
     if not request.META.get("CONTENT_LENGTH") and "wsgi.input" in request.META:
@@ -188,4 +198,6 @@ def read_body(request: HttpRequest) -> bytes | HttpResponse:
         return plain(400, "Malformed request body.")
     if len(body) > limit:
         return plain(413, "Request body too large.")
-    return bytes(body)
+    body = bytes(body)
+    setattr(request, _BODY, body)
+    return body

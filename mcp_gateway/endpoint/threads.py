@@ -156,6 +156,16 @@ def defer_request_started(sender: type, scope: dict[str, Any]) -> Iterator[_Star
         _owed.reset(token)
 
 
+def send_request_started_again() -> None:
+    """Owe the request's ``request_started`` once more: the view began the
+    request on the loop and now serves it in its thread (``endpoint.onloop``),
+    whose work must follow the signal's receivers as any request's does."""
+    owed = _owed.get()
+    if owed is not None:
+        with owed._lock:
+            owed.sent = False
+
+
 def send_request_started() -> None:
     """In the request's thread, before its first database work: the
     ``request_started`` the fast path deferred, if still owed (its receivers,
@@ -234,6 +244,11 @@ def finish_in_hop(
         yield finisher
     finally:
         _finisher.reset(token)
+
+
+def finishing() -> bool:
+    """Whether the view finishes its own response (the ASGI fast path)."""
+    return _finisher.get() is not None
 
 
 def finished_here(response: HttpResponseBase) -> HttpResponseBase:

@@ -14,7 +14,6 @@ import asyncio
 import json
 import threading
 from collections.abc import Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -123,20 +122,6 @@ def _call(tool: str, request_id: Any = 1, **params: Any) -> bytes:
 
 ECHO = _call("demo_echo", arguments={"text": "hi"})
 LIST = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
-
-
-@pytest.fixture
-def hops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The names of the threads work was handed to, in order."""
-    handed: list[str] = []
-    submit = ThreadPoolExecutor.submit
-
-    def counted(self: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
-        handed.append(self._thread_name_prefix)
-        return submit(self, fn, *args, **kwargs)
-
-    monkeypatch.setattr(ThreadPoolExecutor, "submit", counted)
-    return handed
 
 
 @pytest.fixture

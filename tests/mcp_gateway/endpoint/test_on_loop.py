@@ -11,7 +11,6 @@ import asyncio
 import json
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -52,20 +51,6 @@ LIST = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
 @pytest.fixture(autouse=True)
 def _exposed(tenant: Any, principal_cache: None) -> None:
     bookkeeping.expose_many(tenant, ["demo.echo"])
-
-
-@pytest.fixture
-def hops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The names of the threads work was handed to, in order."""
-    handed: list[str] = []
-    submit = ThreadPoolExecutor.submit
-
-    def counted(self: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
-        handed.append(self._thread_name_prefix)
-        return submit(self, fn, *args, **kwargs)
-
-    monkeypatch.setattr(ThreadPoolExecutor, "submit", counted)
-    return handed
 
 
 def post(token: str, *bodies: bytes) -> list[tuple[int, dict[str, str], bytes]]:

@@ -224,6 +224,32 @@ def readme_targets(table: Table) -> list[str]:
     return out
 
 
+BEFORE = "gateway-gunicorn-before"
+
+
+def before_after(table: Table) -> list[str]:
+    """Per scenario, the README defaults' req/s, CPU and p50 beside the
+    same deployment of the code before the work on fast defaults."""
+    out = []
+    for scenario in ("call-c1", "call-c16", "list10"):
+        now = table.get(Key(README, PG, scenario))
+        then = table.get(Key(BEFORE, PG, scenario))
+        if not (now and now.results and then and then.results and then.rps):
+            out.append(f"- {scenario}: not measured")
+            continue
+        out.append(
+            f"- {scenario}: {then.rps:,.0f} → {now.rps:,.0f} req/s"
+            f" ({now.rps / then.rps:.2f}x); server CPU {_us(then.cpu)} →"
+            f" {_us(now.cpu)} µs/req; p50 {then.latency('p50_ms'):.2f} →"
+            f" {now.latency('p50_ms'):.2f} ms"
+        )
+    return out
+
+
+def _us(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
 def _rps(table: Table, key: Key) -> float | None:
     cell = table.get(key)
     return cell.rps if cell and cell.results else None

@@ -240,6 +240,11 @@ def main(argv: list[str] | None = None) -> None:
             " API-token auth, audit log on):",
             "",
             *report.readme_targets(runner.table),
+            "",
+            "The README defaults against the code before the work on fast"
+            " defaults (gateway-gunicorn-before, the same deployment):",
+            "",
+            *report.before_after(runner.table),
         ]
     )
     print(text)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -39,6 +40,9 @@ class Row:
     env: tuple[tuple[str, str], ...] = ()  # the row's own settings
     # The database URL's query; None: none at all (the settings' defaults).
     db_query: str | None = "conn_max_age=600"
+    # A commit of this repository the row runs instead of the working tree
+    # (its own code, settings and set-up script, in its own database).
+    revision: str | None = None
 
 
 def _gateway(name: str, server: str, *, audit: bool, durability: str = "async") -> Row:
@@ -73,6 +77,26 @@ def _row(
     )
 
 
+BEFORE = "30920ea43a0bb6941f3b74cb5a4907769a805e61"
+"""The last commit before the work on fast defaults: Django's connection
+per request on PostgreSQL, the audit row's durable commit, no principal
+cache, no fast paths."""
+
+
+def _before(name: str) -> Row:
+    """The README's gunicorn deployment as :data:`BEFORE` had it."""
+    return Row(
+        name,
+        "gunicorn",
+        "config.wsgi:application",
+        "config.settings",
+        family="before",
+        uses_db=True,
+        db_query=None,
+        revision=BEFORE,
+    )
+
+
 def _mcpz(name: str, *, auth: bool) -> Row:
     return Row(
         name,
@@ -93,6 +117,8 @@ ROWS = {
         # DATABASE_URL without options, every MCP_GATEWAY setting at its
         # default (audit log on, AUDIT_DURABILITY "async", API tokens).
         _readme("gateway-gunicorn-readme", "gunicorn"),
+        # The same deployment of the code before the work on fast defaults.
+        _before("gateway-gunicorn-before"),
         _gateway("gateway-gunicorn", "gunicorn", audit=False),
         _gateway("gateway-gunicorn-audit", "gunicorn", audit=True),
         _gateway(
@@ -191,6 +217,27 @@ class Prepared:
 # -- Installation -------------------------------------------------------------
 
 
+def source(row: Row) -> Path:
+    """The tree the row's server runs from: the working tree, or its
+    revision's files exported once under ``benchmarks/.work``.
+
+    Raises:
+        Unavailable: the revision cannot be exported (not in this clone).
+    """
+    if row.revision is None:
+        return ROOT
+    tree = WORK / f"tree-{row.revision[:12]}"
+    done = tree / ".bench-exported"
+    if not done.exists():
+        print(f"[setup] exporting {row.revision[:12]} for {row.name}", flush=True)
+        shutil.rmtree(tree, ignore_errors=True)
+        tree.mkdir(parents=True)
+        archive = _run_bytes(["git", "-C", str(ROOT), "archive", row.revision], "git")
+        _run(["tar", "-x", "-C", str(tree)], "tar", stdin=archive)
+        done.touch()
+    return tree
+
+
 def bin_dir(row: Row) -> Path:
     return PROJECT_BIN if row.venv is None else WORK / row.venv / "bin"
 
@@ -212,12 +259,27 @@ def ensure_venv(name: str) -> None:
     marker.write_text(wanted)
 
 
-def _run(command: list[str], what: str, env: dict[str, str] | None = None) -> str:
+def _run(
+    command: list[str],
+    what: str,
+    env: dict[str, str] | None = None,
+    stdin: bytes | None = None,
+) -> str:
+    return _run_bytes(command, what, env, stdin).decode(errors="replace")
+
+
+def _run_bytes(
+    command: list[str],
+    what: str,
+    env: dict[str, str] | None = None,
+    stdin: bytes | None = None,
+) -> bytes:
     done = subprocess.run(  # noqa: S603 - our own fixed commands
-        command, capture_output=True, text=True, check=False, env=env
+        command, capture_output=True, input=stdin, check=False, env=env
     )
     if done.returncode != 0:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        output = (done.stderr or done.stdout).decode(errors="replace")
+        tail = output.strip().splitlines()[-3:]
         raise Unavailable(f"{what} failed: {' | '.join(tail)}")
     return done.stdout
 
@@ -244,7 +306,7 @@ def environment(row: Row, db_url: str | None, secret: str) -> dict[str, str]:
         "SECRET_KEY": secret,
         "DEBUG": "false",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": str(source(row)),
         "MCP_ENGINES": ",".join(
             (
                 "demo.basic.ENGINES",
@@ -277,8 +339,8 @@ def prepare(row: Row, database: Database, secret: str) -> Prepared:
     try:
         fresh_database(url)
         env = environment(row, url, secret)
-        if row.family == "gateway":
-            script = [str(ROOT / "benchmarks" / "gateway_setup.py")]
+        if row.family in ("gateway", "before"):
+            script = [str(source(row) / "benchmarks" / "gateway_setup.py")]
             args = [str(database.seed_tenants), str(database.seed_exposures)]
             started = time.monotonic()
             out = _run([str(bin_dir(row) / "python"), *script, *args], "setup", env=env)
@@ -359,7 +421,7 @@ def running(row: Row, env: dict[str, str], tag: str) -> Iterator[Running]:
     with log.open("wb") as out:
         process = subprocess.Popen(  # noqa: S603 - our own fixed commands
             command(row, port),
-            cwd=ROOT,
+            cwd=source(row),
             env=env,
             stdout=out,
             stderr=out,
